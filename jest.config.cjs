@@ -1,0 +1,22 @@
+/**
+ * Jest runs in ESM mode (`--experimental-vm-modules`): NestJS 12 packages are ESM-only and
+ * jest's CommonJS runtime cannot require() them. Test files import from '@jest/globals'.
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  testEnvironment: 'node',
+  rootDir: '.',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/test/benchmark/'],
+  extensionsToTreatAsEsm: ['.ts'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+  },
+  setupFiles: ['reflect-metadata'],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testSequencer: '<rootDir>/test/support/conformance-first.sequencer.cjs',
+  maxWorkers: 2,
+  testTimeout: 30_000,
+};

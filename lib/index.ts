@@ -1,0 +1,1 @@
+export { JOB_HANDLER_METADATA } from './jobs.constants';

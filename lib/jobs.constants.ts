@@ -1,0 +1,2 @@
+/** Metadata key under which `@JobHandler` stores its name and options. */
+export const JOB_HANDLER_METADATA = 'jobs:handler';

@@ -1,0 +1,39 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+
+/**
+ * The built package (dist/, through package.json "exports") must load both from a CommonJS app
+ * (NestJS 11 style, `require`) and from an ESM app (NestJS 12 style, `import`). `npm test` builds first.
+ */
+describe('built package', () => {
+  let appDir: string;
+
+  beforeAll(() => {
+    appDir = mkdtempSync(join(tmpdir(), 'jobs-smoke-'));
+    mkdirSync(join(appDir, 'node_modules'));
+    symlinkSync(resolve('.'), join(appDir, 'node_modules', 'nestjs-mongo-jobs'), 'dir');
+  });
+
+  afterAll(() => rmSync(appDir, { recursive: true, force: true }));
+
+  const run = (args: string[]) => execFileSync(process.execPath, args, { cwd: appDir, encoding: 'utf8' }).trim();
+
+  it('loads with require() from a CommonJS app', () => {
+    const out = run(['-e', "const m = require('nestjs-mongo-jobs'); console.log(Object.keys(m).sort().join(','))"]);
+    expect(out.split(',')).toEqual(expect.arrayContaining(EXPECTED_EXPORTS));
+  });
+
+  it('loads with import from an ESM app, named exports included', () => {
+    const out = run([
+      '--input-type=module',
+      '-e',
+      `import * as m from 'nestjs-mongo-jobs'; import { ${EXPECTED_EXPORTS.join(', ')} } from 'nestjs-mongo-jobs'; console.log(Object.keys(m).sort().join(','))`,
+    ]);
+    expect(out.split(',')).toEqual(expect.arrayContaining(EXPECTED_EXPORTS));
+  });
+});
+
+const EXPECTED_EXPORTS = ['JOB_HANDLER_METADATA'];
