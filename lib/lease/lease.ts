@@ -1,0 +1,325 @@
+import { defer, exhaustMap, finalize, Subject, Subscription } from 'rxjs';
+import { InvalidDurationError } from '../errors/invalid-duration.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
+
+/**
+ * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` on
+ * `{_id, lockedBy, status: 'running'}`. Resolves the row's new `lockedUntil`, or `null` when no row
+ * matched (ownership lost). Rejects on a database error.
+ */
+export type LeaseRenewer = (requestedUntil: Date) => Promise<Date | null>;
+
+/** Everything one execution's {@link Lease} needs; built by the runner right after the claim. */
+export interface LeaseConfig {
+  jobId: string;
+  lockId: string;
+  /** `lockedUntil` written by the claim; the first watchdog is armed for it. */
+  lockedUntil: Date;
+  /** Automatic renewal period (default lease/3 is computed by the caller). */
+  heartbeatIntervalMs: number;
+  /** Duration each automatic renewal asks for. */
+  leaseMs: number;
+  renew: LeaseRenewer;
+  /**
+   * Called exactly once when the execution goes stale (watchdog fired, or a renewal matched no row).
+   * Never called after {@link Lease.close}. Must not throw (a throw is surfaced as an unhandled rejection).
+   */
+  onStale: (error: LeaseLostError) => void;
+  /** Called after each successful renewal with the new deadline (optional, for events). Must not throw. */
+  onRenewed?: (lockedUntil: Date) => void;
+  /** Clock, defaults to `Date.now` (tests use jest fake timers, which also fake `Date.now`). */
+  now?: () => number;
+}
+
+/** Diagnostics for tests and benchmarks. */
+export interface LeaseStats {
+  /** Renewal writes started so far. */
+  writes: number;
+  /** Highest number of renewal writes ever in flight at once (1 when the pipeline is single-flight). */
+  maxInFlight: number;
+  /** Whether a watchdog timer is currently armed. */
+  watchdogArmed: boolean;
+}
+
+/**
+ * One coalesced renewal request. Every caller that joins it while it waits shares this single
+ * promise, so the state stays constant-size whatever the size of the burst.
+ */
+interface RenewalRequest {
+  /** Longest duration asked for by the callers that joined (mutated only while the request waits). */
+  ms: number;
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+  readonly reject: (reason: unknown) => void;
+  /** A no-op rejection handler is attached (the heartbeat has no caller to observe a failure). */
+  guarded: boolean;
+}
+
+function createRequest(ms: number): RenewalRequest {
+  let resolve!: () => void;
+  let reject!: (reason: unknown) => void;
+  const promise = new Promise<void>((onResolve, onReject) => {
+    resolve = onResolve;
+    reject = onReject;
+  });
+  return { ms, promise, resolve, reject, guarded: false };
+}
+
+function isValidDuration(ms: unknown): ms is number {
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0;
+}
+
+const ignore = (): void => {};
+
+/** Node fires longer timeouts after 1 ms (TimeoutOverflowWarning), which would mark a long lease stale at once. */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+/**
+ * The lease of one execution: a single-flight, coalescing renewal pipeline plus a watchdog.
+ *
+ * - Every renewal request (the automatic heartbeat every `heartbeatIntervalMs`, and every
+ *   {@link Lease.extend}) goes into one pending slot; while it waits, the longest duration wins.
+ *   A `Subject` trigger feeds `exhaustMap`, so exactly one owner-fenced write is in flight at any
+ *   moment and a burst of any size causes at most one follow-up write.
+ * - A write asks for `renewalStartedAt + ms`, where `renewalStartedAt` is when the write starts.
+ * - The watchdog is zero or one timer. After each successful renewal it is re-armed for
+ *   `lockedUntil - now()`, so database latency eats into the lease. A renewal in flight never
+ *   disarms it: a hung renewal still lets the execution go stale at the old deadline.
+ * - Terminal states win: after {@link Lease.close} or stale, nothing is written and no timer is
+ *   armed, whatever is still in flight; a late write result is ignored.
+ */
+export class Lease {
+  private readonly now: () => number;
+  private readonly trigger = new Subject<void>();
+  private readonly subscription: Subscription;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private watchdog: ReturnType<typeof setTimeout> | undefined;
+  private deadline: number;
+  /** The coalescing slot: at most one request waits for a write. */
+  private pending: RenewalRequest | null = null;
+  /** The request whose write is in flight, so a terminal state can settle it without waiting. */
+  private writing: RenewalRequest | null = null;
+  private started = false;
+  private closed = false;
+  private staleError: LeaseLostError | null = null;
+  private writeCount = 0;
+  private inFlight = 0;
+  private maxInFlight = 0;
+
+  constructor(private readonly config: LeaseConfig) {
+    if (!isValidDuration(config.heartbeatIntervalMs)) {
+      throw new InvalidDurationError('heartbeatIntervalMs', config.heartbeatIntervalMs);
+    }
+    if (!isValidDuration(config.leaseMs)) throw new InvalidDurationError('leaseMs', config.leaseMs);
+    // Looked up at call time, so a clock faked after construction is still honoured.
+    this.now = config.now ?? (() => Date.now());
+    this.deadline = config.lockedUntil.getTime();
+    this.subscription = this.trigger
+      .pipe(exhaustMap(() => defer(() => this.write()).pipe(finalize(() => this.scheduleFollowUp()))))
+      .subscribe();
+  }
+
+  /** Arms the first watchdog at `config.lockedUntil` and starts the heartbeat interval. No-op if repeated. */
+  start(): void {
+    if (this.started || this.isTerminal) return;
+    this.started = true;
+    this.armWatchdog();
+    // The claim's deadline may already have passed, in which case armWatchdog went stale.
+    if (this.isTerminal) return;
+    const heartbeat = setInterval(() => this.beat(), Math.min(this.config.heartbeatIntervalMs, MAX_TIMER_DELAY_MS));
+    heartbeat.unref?.();
+    this.heartbeat = heartbeat;
+  }
+
+  /**
+   * Requests a renewal for `ms` milliseconds from the moment the covering write starts.
+   *
+   * - Rejects with {@link InvalidDurationError} (and writes nothing) unless `ms` is finite and > 0.
+   * - Resolves when the write covering this request lands.
+   * - Rejects with the original database error object if that write fails; every caller that joined
+   *   the same write gets the same object. The lease stays live until its current deadline.
+   * - Rejects with {@link LeaseLostError} if the execution is or becomes stale before the write lands.
+   * - After {@link Lease.close} (the job is done, there is nothing to extend), requests that were
+   *   not yet written, or still in flight, resolve without any further write.
+   */
+  extend(ms: number): Promise<void> {
+    if (!isValidDuration(ms)) return Promise.reject(new InvalidDurationError('extendLockTime(ms)', ms));
+    if (this.staleError) return Promise.reject(this.staleError);
+    if (this.closed) return Promise.resolve();
+    return this.enqueue(ms).promise;
+  }
+
+  /** Current deadline (never moves backwards). */
+  get expiresAt(): Date {
+    return new Date(this.deadline);
+  }
+
+  get isStale(): boolean {
+    return this.staleError !== null;
+  }
+
+  /**
+   * Terminal: the execution finished. Stops the heartbeat and disarms the watchdog permanently;
+   * nothing is written or armed afterwards, whatever is in flight. Outstanding requests resolve.
+   * Idempotent; after stale it changes nothing.
+   */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.staleError) return; // already torn down and settled
+    this.teardown();
+    this.settleOutstanding((request) => request.resolve());
+  }
+
+  /** Diagnostics for tests and benchmarks. */
+  get stats(): LeaseStats {
+    return { writes: this.writeCount, maxInFlight: this.maxInFlight, watchdogArmed: this.watchdog !== undefined };
+  }
+
+  private get isTerminal(): boolean {
+    return this.closed || this.staleError !== null;
+  }
+
+  /** Joins the waiting request (longest duration wins) or opens one and triggers the pipeline. */
+  private enqueue(ms: number): RenewalRequest {
+    const pending = this.pending;
+    if (pending) {
+      if (ms > pending.ms) pending.ms = ms;
+      return pending;
+    }
+    const request = createRequest(ms);
+    this.pending = request;
+    // exhaustMap ignores this while a write is in flight; that write's follow-up picks the request up.
+    this.trigger.next();
+    return request;
+  }
+
+  private beat(): void {
+    if (this.isTerminal) return;
+    const request = this.enqueue(this.config.leaseMs);
+    // Nobody awaits the heartbeat; guard once per request, so ticks during a hung write add nothing.
+    if (!request.guarded) {
+      request.guarded = true;
+      request.promise.catch(ignore);
+    }
+  }
+
+  /**
+   * exhaustMap drops triggers until its inner subscription is released, and `finalize` runs while it
+   * is being released: one microtask later exhaustMap is free, so a request that arrived during the
+   * write or while it was settling (e.g. from a caller's `.then`) is written, not lost. If another
+   * write has started meanwhile, this trigger is dropped and that write's own follow-up takes over.
+   * A native promise, not `queueMicrotask`: jest fake timers fake the latter.
+   */
+  private scheduleFollowUp(): void {
+    void Promise.resolve().then(() => {
+      if (this.pending && !this.isTerminal) this.trigger.next();
+    });
+  }
+
+  /** The single in-flight write. Never rejects: every outcome is settled on the request itself. */
+  private async write(): Promise<void> {
+    const request = this.pending;
+    if (!request || this.isTerminal) return;
+    this.pending = null;
+    this.writing = request;
+    // Measured when the write starts, not when it was requested: a queued request gains nothing.
+    const requestedUntil = new Date(this.now() + request.ms);
+    this.writeCount += 1;
+    this.inFlight += 1;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    let lockedUntil: Date | null;
+    try {
+      lockedUntil = await this.config.renew(requestedUntil);
+    } catch (error) {
+      this.inFlight -= 1;
+      // Terminal states already settled this request; a late result changes nothing.
+      if (this.isTerminal) return;
+      this.writing = null;
+      // Still live until the current deadline: the next heartbeat retries, else the watchdog fires.
+      request.reject(error);
+      return;
+    }
+    this.inFlight -= 1;
+    if (this.isTerminal) return;
+    if (lockedUntil === null) {
+      this.goStale('taken-over'); // rejects this request with the stale error
+      return;
+    }
+    this.writing = null;
+    this.deadline = Math.max(this.deadline, lockedUntil.getTime());
+    this.armWatchdog();
+    if (this.isTerminal) {
+      // The renewal landed after its own deadline: it cannot keep the execution alive.
+      request.reject(this.staleError);
+      return;
+    }
+    request.resolve();
+    const onRenewed = this.config.onRenewed;
+    if (onRenewed) this.notify(() => onRenewed(new Date(this.deadline)));
+  }
+
+  /** Replaces the (zero or one) watchdog timer with one for the current deadline; stale once it has passed. */
+  private armWatchdog(): void {
+    this.disarmWatchdog();
+    const remaining = this.deadline - this.now();
+    if (remaining <= 0) {
+      this.goStale('expired');
+      return;
+    }
+    // Still exactly one timer: a deadline beyond the timer limit is reached in chunks, re-checked each time.
+    const timer = setTimeout(
+      () => {
+        this.watchdog = undefined;
+        this.armWatchdog();
+      },
+      Math.min(remaining, MAX_TIMER_DELAY_MS),
+    );
+    timer.unref?.();
+    this.watchdog = timer;
+  }
+
+  private disarmWatchdog(): void {
+    if (this.watchdog === undefined) return;
+    clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+  }
+
+  /** Stale exactly once: tear everything down, reject every outstanding caller, then tell the runner. */
+  private goStale(reason: LeaseLostError['reason']): void {
+    if (this.isTerminal) return;
+    const error = new LeaseLostError(this.config.jobId, this.config.lockId, reason);
+    this.staleError = error;
+    this.teardown();
+    this.settleOutstanding((request) => request.reject(error));
+    this.notify(() => this.config.onStale(error));
+  }
+
+  /** No timer, subscription or listener outlives the execution. */
+  private teardown(): void {
+    if (this.heartbeat !== undefined) {
+      clearInterval(this.heartbeat);
+      this.heartbeat = undefined;
+    }
+    this.disarmWatchdog();
+    this.subscription.unsubscribe();
+    this.trigger.complete();
+  }
+
+  private settleOutstanding(settle: (request: RenewalRequest) => void): void {
+    const { writing, pending } = this;
+    this.writing = null;
+    this.pending = null;
+    if (writing) settle(writing);
+    if (pending) settle(pending);
+  }
+
+  /** A throwing listener must not corrupt the lease or kill its pipeline; surface it as an unhandled rejection. */
+  private notify(listener: () => void): void {
+    try {
+      listener();
+    } catch (error) {
+      void Promise.reject(error);
+    }
+  }
+}

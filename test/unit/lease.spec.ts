@@ -1,0 +1,645 @@
+import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
+import { InvalidDurationError } from '../../lib/errors/invalid-duration.error';
+import { LeaseLostError } from '../../lib/errors/lease-lost.error';
+import { Lease, type LeaseConfig } from '../../lib/lease/lease';
+
+const T0 = 1_000_000;
+
+/** One renewal write as seen by the fake store; the test decides how and when it settles. */
+interface StoreWrite {
+  readonly index: number;
+  readonly requestedUntil: number;
+  readonly startedAt: number;
+  settled: boolean;
+  /** Applies `max(row, requestedUntil)` and resolves the new row value (or null when not owned). */
+  succeed(): void;
+  fail(error: unknown): void;
+}
+
+type AutoResponse = { delayMs: number; fail?: unknown };
+
+/**
+ * A controllable lease store: each write can be left blocked, resolved, failed or delayed, and every
+ * start/end is logged with the (fake) time, so ordering and concurrency can be asserted.
+ */
+class FakeStore {
+  row: number;
+  owned = true;
+  /** When set, the lockedUntil the store returns instead of the row (a misbehaving store). */
+  returnOverride: number | undefined;
+  /** How new writes respond; undefined leaves them blocked until the test settles them. */
+  auto: AutoResponse | ((index: number) => AutoResponse | undefined) | undefined;
+  readonly writes: StoreWrite[] = [];
+  readonly log: string[] = [];
+  concurrent = 0;
+  maxConcurrent = 0;
+
+  constructor(lockedUntil: number) {
+    this.row = lockedUntil;
+  }
+
+  readonly renew = (requestedUntil: Date): Promise<Date | null> =>
+    new Promise<Date | null>((resolve, reject) => {
+      const index = this.writes.length;
+      this.concurrent += 1;
+      this.maxConcurrent = Math.max(this.maxConcurrent, this.concurrent);
+      this.log.push(`start ${index} @${Date.now() - T0}`);
+      const finish = (): void => {
+        this.concurrent -= 1;
+        this.log.push(`end ${index} @${Date.now() - T0}`);
+        write.settled = true;
+      };
+      const write: StoreWrite = {
+        index,
+        requestedUntil: requestedUntil.getTime(),
+        startedAt: Date.now(),
+        settled: false,
+        succeed: () => {
+          if (write.settled) throw new Error(`write ${index} already settled`);
+          finish();
+          if (!this.owned) return resolve(null);
+          this.row = Math.max(this.row, requestedUntil.getTime());
+          resolve(new Date(this.returnOverride ?? this.row));
+        },
+        fail: (error) => {
+          if (write.settled) throw new Error(`write ${index} already settled`);
+          finish();
+          reject(error);
+        },
+      };
+      this.writes.push(write);
+      const auto = typeof this.auto === 'function' ? this.auto(index) : this.auto;
+      if (!auto) return;
+      const respond = (): void => (auto.fail === undefined ? write.succeed() : write.fail(auto.fail));
+      if (auto.delayMs > 0) setTimeout(respond, auto.delayMs);
+      else respond();
+    });
+
+  get last(): StoreWrite {
+    const write = this.writes.at(-1);
+    if (!write) throw new Error('no write yet');
+    return write;
+  }
+}
+
+/** Lets every queued promise continuation run (native promises are not faked by jest). */
+async function flush(): Promise<void> {
+  for (let i = 0; i < 50; i++) await Promise.resolve();
+}
+
+type Outcome = { state: 'pending' } | { state: 'resolved' } | { state: 'rejected'; reason: unknown };
+
+/** Observes a promise without awaiting it (and marks its rejection handled). */
+function track(promise: Promise<void>): { readonly outcome: Outcome } {
+  const tracked: { outcome: Outcome } = { outcome: { state: 'pending' } };
+  promise.then(
+    () => {
+      tracked.outcome = { state: 'resolved' };
+    },
+    (reason: unknown) => {
+      tracked.outcome = { state: 'rejected', reason };
+    },
+  );
+  return tracked;
+}
+
+function setup(overrides: Partial<LeaseConfig> & { claimMs?: number } = {}) {
+  const { claimMs = 30_000, ...config } = overrides;
+  const store = new FakeStore(Date.now() + claimMs);
+  const onStale = jest.fn<(error: LeaseLostError) => void>();
+  const onRenewed = jest.fn<(lockedUntil: Date) => void>();
+  const lease = new Lease({
+    jobId: 'job-1',
+    lockId: 'lock-1',
+    lockedUntil: new Date(store.row),
+    heartbeatIntervalMs: 3_600_000, // out of the way unless a test is about the heartbeat
+    leaseMs: 30_000,
+    renew: store.renew,
+    onStale,
+    onRenewed,
+    ...config,
+  });
+  return { lease, store, onStale, onRenewed };
+}
+
+describe('Lease', () => {
+  beforeEach(() => {
+    jest.useFakeTimers({ now: T0 });
+  });
+
+  afterEach(() => {
+    jest.clearAllTimers();
+    jest.useRealTimers();
+  });
+
+  describe('single-flight pipeline', () => {
+    it('serialises overlapping requests: a later write starts, and so completes, only after the earlier one', async () => {
+      const { lease, store } = setup();
+      store.auto = (index) => ({ delayMs: index === 0 ? 50 : 1 });
+      lease.start();
+
+      const first = track(lease.extend(100));
+      await jest.advanceTimersByTimeAsync(10);
+      const second = track(lease.extend(200));
+      await jest.advanceTimersByTimeAsync(10);
+      const third = track(lease.extend(150));
+      expect(store.writes).toHaveLength(1);
+
+      await jest.advanceTimersByTimeAsync(100);
+      await flush();
+
+      expect(store.log).toEqual(['start 0 @0', 'end 0 @50', 'start 1 @50', 'end 1 @51']);
+      expect(store.maxConcurrent).toBe(1);
+      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(store.writes[1].requestedUntil).toBe(T0 + 50 + 200);
+      expect([first, second, third].map((p) => p.outcome.state)).toEqual(['resolved', 'resolved', 'resolved']);
+      lease.close();
+    });
+
+    it('coalesces 100 requests made during a blocked write into one follow-up with the longest duration', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const first = track(lease.extend(100));
+      expect(store.writes).toHaveLength(1);
+      expect(store.writes[0].requestedUntil).toBe(T0 + 100);
+
+      // 200…299 in rotated order, so the longest is neither the first nor the last asked for.
+      const durations = Array.from({ length: 100 }, (_, i) => 200 + ((i + 37) % 100));
+      const promises = durations.map((ms) => lease.extend(ms));
+      const burst = promises.map(track);
+      // Everyone who joined the waiting request shares one promise: nothing grows with the burst.
+      expect(new Set(promises).size).toBe(1);
+      await flush();
+      expect(store.writes).toHaveLength(1);
+
+      jest.advanceTimersByTime(10);
+      store.writes[0].succeed();
+      await flush();
+      expect(first.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      // Measured from the start of the follow-up write, not from when it was requested.
+      expect(store.writes[1].startedAt).toBe(T0 + 10);
+      expect(store.writes[1].requestedUntil).toBe(T0 + 10 + 299);
+      expect(burst.every((p) => p.outcome.state === 'pending')).toBe(true);
+
+      jest.advanceTimersByTime(5);
+      store.writes[1].succeed();
+      await flush();
+      expect(burst.every((p) => p.outcome.state === 'resolved')).toBe(true);
+      expect(store.writes).toHaveLength(2);
+      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(lease.expiresAt.getTime()).toBe(T0 + 30_000); // the claim's deadline is later still
+      lease.close();
+    });
+
+    it('keeps state constant-size: a 10,000-request burst causes at most 2 writes', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const promises = Array.from({ length: 10_000 }, (_, i) => lease.extend(1 + (i % 5_000)));
+      const tracked = promises.map(track);
+      expect(new Set(promises).size).toBe(2); // the in-flight request and the single waiting one
+
+      store.last.succeed();
+      await flush();
+      store.last.succeed();
+      await flush();
+
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1].requestedUntil).toBe(T0 + 5_000);
+      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(tracked.every((p) => p.outcome.state === 'resolved')).toBe(true);
+      lease.close();
+    });
+
+    it("writes a request made from the in-flight write's settlement (.then) as one more write", async () => {
+      const { lease, store } = setup();
+      lease.start();
+      let followUp: { readonly outcome: Outcome } | undefined;
+      lease.extend(100).then(() => {
+        followUp = track(lease.extend(500));
+      });
+
+      jest.advanceTimersByTime(7);
+      store.writes[0].succeed();
+      await flush();
+      expect(followUp?.outcome.state).toBe('pending');
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1].requestedUntil).toBe(T0 + 7 + 500);
+
+      store.writes[1].succeed();
+      await flush();
+      expect(followUp?.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      lease.close();
+    });
+
+    // Sweeps the window in which exhaustMap still holds the finishing write and would drop a trigger.
+    it.each(Array.from({ length: 12 }, (_, hops) => hops))(
+      'writes a request made %i microtask(s) after the in-flight write lands',
+      async (hops) => {
+        const { lease, store } = setup();
+        lease.start();
+        const first = track(lease.extend(100));
+        let followUp: { readonly outcome: Outcome } | undefined;
+        store.writes[0].succeed();
+        void (async () => {
+          for (let i = 0; i < hops; i++) await Promise.resolve();
+          followUp = track(lease.extend(400));
+        })();
+        await flush();
+
+        expect(first.outcome.state).toBe('resolved');
+        expect(store.writes).toHaveLength(2);
+        expect(store.writes[1].requestedUntil).toBe(T0 + 400);
+        store.writes[1].succeed();
+        await flush();
+        expect(followUp?.outcome.state).toBe('resolved');
+        expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+        lease.close();
+      },
+    );
+
+    it('writes a request made synchronously from onRenewed, while exhaustMap still holds the write', async () => {
+      const { lease, store, onRenewed } = setup();
+      let followUp: { readonly outcome: Outcome } | undefined;
+      onRenewed.mockImplementationOnce(() => {
+        followUp = track(lease.extend(250));
+      });
+      lease.start();
+      void lease.extend(100);
+      store.writes[0].succeed();
+      await flush();
+
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1].requestedUntil).toBe(T0 + 250);
+      store.writes[1].succeed();
+      await flush();
+      expect(followUp?.outcome.state).toBe('resolved');
+      lease.close();
+    });
+
+    it('writes a request made synchronously from inside the renewer (re-entrant trigger)', async () => {
+      const store = new FakeStore(T0 + 30_000);
+      let inner: { readonly outcome: Outcome } | undefined;
+      const lease: Lease = new Lease({
+        jobId: 'job-1',
+        lockId: 'lock-1',
+        lockedUntil: new Date(store.row),
+        heartbeatIntervalMs: 3_600_000,
+        leaseMs: 30_000,
+        onStale: () => {},
+        renew: (requestedUntil) => {
+          if (!inner) inner = track(lease.extend(300));
+          return store.renew(requestedUntil);
+        },
+      });
+      lease.start();
+      const outer = track(lease.extend(100));
+      expect(store.writes).toHaveLength(1);
+      store.writes[0].succeed();
+      await flush();
+      expect(outer.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1].requestedUntil).toBe(T0 + 300);
+      store.writes[1].succeed();
+      await flush();
+      expect(inner?.outcome.state).toBe('resolved');
+      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      lease.close();
+    });
+  });
+
+  describe('automatic heartbeat', () => {
+    it('writes every heartbeatIntervalMs asking for leaseMs from the write start', async () => {
+      const { lease, store, onRenewed } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 300 });
+      store.auto = { delayMs: 0 };
+      lease.start();
+      expect(store.writes).toHaveLength(0);
+
+      for (let beat = 1; beat <= 5; beat++) {
+        await jest.advanceTimersByTimeAsync(100);
+        expect(store.writes).toHaveLength(beat);
+        expect(store.last.startedAt).toBe(T0 + beat * 100);
+        expect(store.last.requestedUntil).toBe(T0 + beat * 100 + 300);
+      }
+      expect(lease.expiresAt.getTime()).toBe(T0 + 800);
+      expect(onRenewed).toHaveBeenCalledTimes(5);
+      expect(onRenewed).toHaveBeenLastCalledWith(new Date(T0 + 800));
+      expect(lease.isStale).toBe(false);
+      lease.close();
+    });
+
+    it('shares the pipeline with extend(): ticks during a slow write coalesce into one follow-up', async () => {
+      const { lease, store } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 1_000 });
+      lease.start();
+      const extended = track(lease.extend(50));
+      await jest.advanceTimersByTimeAsync(450); // four ticks while the write is blocked
+      expect(store.writes).toHaveLength(1);
+
+      store.writes[0].succeed();
+      await flush();
+      expect(extended.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1].requestedUntil).toBe(T0 + 450 + 300);
+      expect(lease.stats.maxInFlight).toBe(1);
+      lease.close();
+    });
+  });
+
+  describe('watchdog', () => {
+    it('arms the first watchdog for the claim deadline', async () => {
+      const { lease, onStale } = setup({ claimMs: 500, heartbeatIntervalMs: 100, leaseMs: 500 });
+      lease.start(); // the store leaves every heartbeat write hanging
+      expect(lease.stats.watchdogArmed).toBe(true);
+      await jest.advanceTimersByTimeAsync(499);
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(onStale.mock.calls[0][0]).toBeInstanceOf(LeaseLostError);
+      expect(onStale.mock.calls[0][0]).toMatchObject({ reason: 'expired', jobId: 'job-1', lockId: 'lock-1' });
+    });
+
+    it('lets database latency eat into the lease: write at t0, response at t0+40, 100ms → stale at t0+100', async () => {
+      const { lease, store, onStale, onRenewed } = setup({ claimMs: 60 });
+      store.auto = { delayMs: 40 };
+      lease.start();
+      const extended = track(lease.extend(100));
+      expect(store.writes[0].requestedUntil).toBe(T0 + 100);
+
+      await jest.advanceTimersByTimeAsync(40);
+      expect(extended.outcome.state).toBe('resolved');
+      expect(onRenewed).toHaveBeenCalledWith(new Date(T0 + 100));
+      expect(lease.expiresAt.getTime()).toBe(T0 + 100);
+
+      await jest.advanceTimersByTimeAsync(59); // t0+99, past the claim's t0+60
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1); // t0+100
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(onStale.mock.calls[0][0].reason).toBe('expired');
+    });
+
+    it('lets a hung renewal go stale at the old deadline, and a late success does not revive it', async () => {
+      const { lease, store, onStale, onRenewed } = setup({ claimMs: 100 });
+      lease.start();
+      await jest.advanceTimersByTimeAsync(10);
+      const extended = track(lease.extend(1_000));
+      expect(lease.stats.watchdogArmed).toBe(true); // a write in flight never disarms it
+
+      await jest.advanceTimersByTimeAsync(89); // t0+99
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1); // t0+100: the claim's deadline
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      const staleError = onStale.mock.calls[0][0];
+      expect(extended.outcome).toEqual({ state: 'rejected', reason: staleError });
+
+      store.writes[0].succeed(); // lands after the deadline
+      await flush();
+      expect(lease.isStale).toBe(true);
+      expect(lease.expiresAt.getTime()).toBe(T0 + 100);
+      expect(onRenewed).not.toHaveBeenCalled();
+      expect(lease.stats.watchdogArmed).toBe(false);
+      expect(jest.getTimerCount()).toBe(0);
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(onStale).toHaveBeenCalledTimes(1);
+    });
+
+    it('goes stale at once when a renewal lands after the deadline, before the timer could run', async () => {
+      let clock = T0;
+      const { lease, store, onStale, onRenewed } = setup({ claimMs: 100, now: () => clock });
+      lease.start();
+      const extended = track(lease.extend(50));
+      clock = T0 + 150; // the clock moved past the deadline; the store's own max keeps t0+100
+      store.writes[0].succeed();
+      await flush();
+
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(extended.outcome).toEqual({ state: 'rejected', reason: onStale.mock.calls[0][0] });
+      expect(onRenewed).not.toHaveBeenCalled();
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('keeps a lease longer than the platform timer limit (2^31-1 ms) live until its deadline', async () => {
+      const days40 = 40 * 24 * 3_600_000;
+      const { lease, store, onStale } = setup({ claimMs: days40, heartbeatIntervalMs: days40 });
+      lease.start();
+      expect(jest.getTimerCount()).toBe(2);
+      await jest.advanceTimersByTimeAsync(days40 - 1);
+      expect(lease.isStale).toBe(false);
+      expect(store.writes).toHaveLength(1); // the heartbeat is clamped to the limit too, not fired every 1 ms
+      expect(jest.getTimerCount()).toBe(2); // still one watchdog (plus the heartbeat)
+      await jest.advanceTimersByTimeAsync(1);
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+    });
+
+    it('never shortens the local deadline, whatever the store returns', async () => {
+      const { lease, store } = setup({ claimMs: 1_000 });
+      store.returnOverride = T0 + 200;
+      store.auto = { delayMs: 0 };
+      lease.start();
+      await expect(lease.extend(200)).resolves.toBeUndefined();
+      expect(lease.expiresAt.getTime()).toBe(T0 + 1_000);
+      lease.close();
+    });
+  });
+
+  describe('terminal states', () => {
+    it('close() during a write: no timer afterwards, nothing written, never stale, outstanding callers resolve', async () => {
+      const { lease, store, onStale, onRenewed } = setup({ claimMs: 100, heartbeatIntervalMs: 30, leaseMs: 100 });
+      lease.start();
+      const inFlight = track(lease.extend(500));
+      const waiting = track(lease.extend(600));
+      expect(jest.getTimerCount()).toBe(2); // heartbeat + watchdog
+
+      lease.close();
+      await flush();
+      expect(inFlight.outcome.state).toBe('resolved');
+      expect(waiting.outcome.state).toBe('resolved');
+      expect(lease.stats.watchdogArmed).toBe(false);
+      expect(jest.getTimerCount()).toBe(0);
+
+      store.writes[0].succeed(); // the in-flight write lands after close
+      await flush();
+      expect(jest.getTimerCount()).toBe(0);
+      expect(lease.stats.watchdogArmed).toBe(false);
+      expect(onRenewed).not.toHaveBeenCalled();
+      expect(lease.expiresAt.getTime()).toBe(T0 + 100);
+
+      await expect(lease.extend(100)).resolves.toBeUndefined();
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.writes).toHaveLength(1);
+      expect(onStale).not.toHaveBeenCalled();
+      expect(lease.isStale).toBe(false);
+      lease.close(); // idempotent
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('close() during a write that then fails or loses ownership changes nothing', async () => {
+      for (const outcome of ['fail', 'lost'] as const) {
+        const { lease, store, onStale } = setup({ claimMs: 100 });
+        lease.start();
+        const inFlight = track(lease.extend(500));
+        lease.close();
+        store.owned = outcome !== 'lost';
+        if (outcome === 'fail') store.writes[0].fail(new Error('late'));
+        else store.writes[0].succeed();
+        await flush();
+        expect(inFlight.outcome.state).toBe('resolved');
+        expect(onStale).not.toHaveBeenCalled();
+        expect(lease.isStale).toBe(false);
+        expect(jest.getTimerCount()).toBe(0);
+      }
+    });
+
+    it('stale during a write: no timer afterwards, no second stale callback, callers reject', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 100, heartbeatIntervalMs: 30, leaseMs: 100 });
+      store.auto = (index) => (index === 0 ? { delayMs: 0 } : undefined); // then every write hangs
+      lease.start();
+      await jest.advanceTimersByTimeAsync(30); // first heartbeat lands: deadline t0+130
+      expect(lease.expiresAt.getTime()).toBe(T0 + 130);
+      await jest.advanceTimersByTimeAsync(30); // second heartbeat hangs
+      const waiting = track(lease.extend(1_000));
+
+      await jest.advanceTimersByTimeAsync(70); // t0+130
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(waiting.outcome).toEqual({ state: 'rejected', reason: onStale.mock.calls[0][0] });
+      expect(jest.getTimerCount()).toBe(0);
+
+      store.writes[1].succeed();
+      await flush();
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.writes).toHaveLength(2);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(jest.getTimerCount()).toBe(0);
+      expect(lease.stats.watchdogArmed).toBe(false);
+      lease.close(); // after stale: still stale, nothing armed
+      expect(lease.isStale).toBe(true);
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('lost ownership with concurrent requests: 1 write, stale exactly once, 0 timers, later requests write nothing', async () => {
+      const { lease, store, onStale, onRenewed } = setup({ heartbeatIntervalMs: 100 });
+      store.owned = false;
+      lease.start();
+      const requests = [lease.extend(100), lease.extend(200), lease.extend(300)].map(track);
+      expect(store.writes).toHaveLength(1);
+
+      store.writes[0].succeed(); // matches no row → null
+      await flush();
+      expect(onStale).toHaveBeenCalledTimes(1);
+      const error = onStale.mock.calls[0][0];
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect(error.reason).toBe('taken-over');
+      expect(lease.isStale).toBe(true);
+      for (const request of requests) expect(request.outcome).toEqual({ state: 'rejected', reason: error });
+      expect(jest.getTimerCount()).toBe(0);
+      expect(lease.stats.watchdogArmed).toBe(false);
+
+      await expect(lease.extend(100)).rejects.toBe(error);
+      await jest.advanceTimersByTimeAsync(60_000);
+      expect(store.writes).toHaveLength(1);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(onRenewed).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('database errors', () => {
+    it('gives every caller of the failed write the same error object, stays live, then goes stale at the deadline', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      lease.start();
+      const first = track(lease.extend(100));
+      const burst = [lease.extend(200), lease.extend(250), lease.extend(220)].map(track);
+
+      const firstError = new Error('write 0 failed');
+      store.writes[0].fail(firstError);
+      await flush();
+      expect(first.outcome).toEqual({ state: 'rejected', reason: firstError });
+      expect(store.writes).toHaveLength(2);
+
+      const burstError = new Error('write 1 failed');
+      store.writes[1].fail(burstError);
+      await flush();
+      for (const request of burst) {
+        expect(request.outcome.state).toBe('rejected');
+        expect((request.outcome as { reason: unknown }).reason).toBe(burstError);
+      }
+      expect(lease.isStale).toBe(false);
+      expect(lease.stats.watchdogArmed).toBe(true);
+
+      store.auto = { delayMs: 0, fail: new Error('still down') };
+      await jest.advanceTimersByTimeAsync(299); // heartbeats at t0+100 and t0+200 fail
+      expect(store.writes).toHaveLength(4);
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1); // t0+300: nothing landed
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(onStale.mock.calls[0][0].reason).toBe('expired');
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('keeps the execution live when a later heartbeat succeeds before the deadline', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      store.auto = { delayMs: 0, fail: new Error('down') };
+      lease.start();
+      await expect(lease.extend(100)).rejects.toThrow('down');
+      await jest.advanceTimersByTimeAsync(100); // heartbeat fails
+      expect(lease.isStale).toBe(false);
+
+      store.auto = { delayMs: 0 };
+      await jest.advanceTimersByTimeAsync(100); // heartbeat at t0+200 lands: t0+500
+      expect(lease.expiresAt.getTime()).toBe(T0 + 500);
+      store.auto = undefined; // later heartbeats hang
+      await jest.advanceTimersByTimeAsync(299); // t0+499
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1); // t0+500
+      expect(lease.isStale).toBe(true);
+      expect(onStale).toHaveBeenCalledTimes(1);
+    });
+  });
+
+  describe('validation', () => {
+    it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, '100' as unknown as number])(
+      'rejects extend(%p) with InvalidDurationError and writes nothing',
+      async (ms) => {
+        const { lease, store } = setup();
+        lease.start();
+        await expect(lease.extend(ms)).rejects.toBeInstanceOf(InvalidDurationError);
+        await flush();
+        expect(store.writes).toHaveLength(0);
+        expect(lease.stats.writes).toBe(0);
+        // Nothing was left waiting either: the next valid request writes its own duration.
+        void lease.extend(10);
+        expect(store.last.requestedUntil).toBe(T0 + 10);
+        lease.close();
+      },
+    );
+
+    it('rejects a non-positive heartbeat interval or lease duration at construction', () => {
+      expect(() => setup({ heartbeatIntervalMs: 0 })).toThrow(InvalidDurationError);
+      expect(() => setup({ leaseMs: Number.NaN })).toThrow(InvalidDurationError);
+    });
+  });
+
+  it('unrefs its timers so a live lease never holds the process open', () => {
+    const { lease } = setup();
+    const unrefs: unknown[] = [];
+    const setTimeoutSpy = jest.spyOn(globalThis, 'setTimeout');
+    const setIntervalSpy = jest.spyOn(globalThis, 'setInterval');
+    lease.start();
+    for (const spy of [setTimeoutSpy, setIntervalSpy]) {
+      for (const result of spy.mock.results) {
+        const timer = result.value as { hasRef?: () => boolean };
+        unrefs.push(timer.hasRef?.());
+      }
+    }
+    setTimeoutSpy.mockRestore();
+    setIntervalSpy.mockRestore();
+    expect(unrefs).toEqual([false, false]);
+    lease.close();
+  });
+});
