@@ -1,2 +1,31 @@
 /** Metadata key under which `@JobHandler` stores its name and options. */
 export const JOB_HANDLER_METADATA = 'jobs:handler';
+
+/** Injection token of the resolved (defaults merged, validated) module options. */
+export const JOBS_RESOLVED_OPTIONS = Symbol('JOBS_RESOLVED_OPTIONS');
+
+/** Injection token of the mongoose model backing the jobs collection. */
+export const JOBS_MODEL = Symbol('JOBS_MODEL');
+
+/** Context of every log line this library writes. */
+export const JOBS_LOGGER_CONTEXT = 'Jobs';
+
+/** History entries kept per job; older attempts are dropped so a document never grows without bound. */
+export const MAX_ATTEMPT_HISTORY = 50;
+
+/** MongoDB's document size limit; payloads must leave room for the job's own fields. */
+export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+
+/** Longest accepted job name. */
+export const MAX_JOB_NAME_LENGTH = 200;
+
+export const DEFAULT_JOBS_OPTIONS = {
+  collectionName: 'jobs',
+  worker: true,
+  concurrency: 4,
+  pollIntervalMs: 1000,
+  leaseMs: 30_000,
+  shutdownGraceMs: 10_000,
+  maxAttempts: 5,
+  backoff: { baseMs: 1000, maxMs: 900_000 },
+} as const;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import type { Db, MongoClient } from 'mongodb';
+import type { Db, Document, MongoClient, UpdateFilter } from 'mongodb';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /**
@@ -74,17 +74,14 @@ describe(`MongoDB substrate conformance (${process.env.JOBS_TEST_MONGO_KIND})`, 
   it('applies $inc, $push with $each/$slice, $unset, $max and $min like MongoDB', async () => {
     const col = dbs[0].collection('operators');
     const { insertedId } = await col.insertOne({ n: 1, until: new Date(1000), low: 5, gone: 'x', list: [1, 2] });
-    const after = await col.findOneAndUpdate(
-      { _id: insertedId },
-      {
-        $inc: { n: 2, fresh: 1 },
-        $push: { list: { $each: [3, 4, 5], $slice: -3 } },
-        $unset: { gone: '' },
-        $max: { until: new Date(500) },
-        $min: { low: 2 },
-      },
-      { returnDocument: 'after' },
-    );
+    const update: UpdateFilter<Document> = {
+      $inc: { n: 2, fresh: 1 },
+      $push: { list: { $each: [3, 4, 5], $slice: -3 } } as Document,
+      $unset: { gone: '' },
+      $max: { until: new Date(500) },
+      $min: { low: 2 },
+    };
+    const after = await col.findOneAndUpdate({ _id: insertedId }, update, { returnDocument: 'after' });
     expect(after).toEqual({ _id: insertedId, n: 3, fresh: 1, until: new Date(1000), low: 2, list: [3, 4, 5] });
     const raised = await col.findOneAndUpdate(
       { _id: insertedId },

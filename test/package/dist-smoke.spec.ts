@@ -36,4 +36,16 @@ describe('built package', () => {
   });
 });
 
-const EXPECTED_EXPORTS = ['JOB_HANDLER_METADATA'];
+// Runtime exports only: JobExecutionContext, JobRecord, JobStatus, EnqueueOptions, RunNowOutcome and the options are types.
+const EXPECTED_EXPORTS = [
+  'JobsModule',
+  'JobsService',
+  'JobHandler',
+  'UnrecoverableJobError',
+  'LeaseLostError',
+  'InvalidDurationError',
+  'InvalidJobIdError',
+  'InvalidPayloadError',
+  'UnknownJobError',
+  'JobsError',
+];

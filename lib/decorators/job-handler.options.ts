@@ -1,0 +1,21 @@
+import type { BackoffOptions } from '../jobs.options';
+
+/** Per-handler options of `@JobHandler(name, options)`; unset ones fall back to the module's. */
+export interface JobHandlerOptions {
+  /** Most executions of this job at once in one process (within the module's `concurrency`). @default unlimited */
+  concurrency?: number;
+  /** Attempts before dead-lettering, for jobs enqueued without their own `maxAttempts`. @default module `maxAttempts` */
+  maxAttempts?: number;
+  /** Retry backoff. @default module `backoff` */
+  backoff?: Partial<BackoffOptions>;
+  /** Lease length while this handler runs; heartbeats renew every `leaseMs / 3`. @default module `leaseMs` */
+  leaseMs?: number;
+  /** Abort the handler's signal and fail the attempt after this long. @default no timeout */
+  timeoutMs?: number;
+}
+
+/** What the decorator stores. */
+export interface JobHandlerMetadata {
+  name: string;
+  options: JobHandlerOptions;
+}

@@ -1,0 +1,14 @@
+import { Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { JobHandlerMetadata } from '../decorators/job-handler.options';
+import { JOB_HANDLER_METADATA } from '../jobs.constants';
+
+/** Reads `@JobHandler` metadata off a method. */
+@Injectable()
+export class JobsMetadataAccessor {
+  constructor(private readonly reflector: Reflector) {}
+
+  getJobHandlerMetadata(method: (...args: unknown[]) => unknown): JobHandlerMetadata | undefined {
+    return this.reflector.get<JobHandlerMetadata | undefined>(JOB_HANDLER_METADATA, method);
+  }
+}

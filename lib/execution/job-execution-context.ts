@@ -1,0 +1,43 @@
+/**
+ * What a handler gets besides its payload. One per execution (attempt) of a job.
+ *
+ * @example
+ * ```ts
+ * @JobHandler('report.build')
+ * async build(payload: { reportId: string }, ctx: JobExecutionContext) {
+ *   for (const chunk of chunks) {
+ *     if (ctx.signal.aborted) return;      // lease lost, cancelled, timed out or shutting down
+ *     await writeChunk(chunk, ctx.fencingToken);
+ *     await ctx.extendLockTime(60_000);    // optional: heartbeats already renew every lease/3
+ *   }
+ * }
+ * ```
+ */
+export interface JobExecutionContext {
+  /** Id of the job (24-character hex). */
+  readonly jobId: string;
+  /** Job name, as given to `@JobHandler`. */
+  readonly name: string;
+  /** This attempt's number, 1-based (a lost lease counts as an attempt). */
+  readonly attempt: number;
+  /** Lock id this execution holds the job under (`lockedBy`). */
+  readonly lockId: string;
+  /** Increases on every claim of this job: pass it downstream so systems can reject a stale owner's writes. */
+  readonly fencingToken: number;
+  /**
+   * Aborted when this execution must stop: its lease was lost (`LeaseLostError`), the job was cancelled
+   * (`JobCancelledError`), it timed out (`JobTimeoutError`) or the worker is shutting down (`WorkerShutdownError`).
+   * `signal.reason` holds that error.
+   */
+  readonly signal: AbortSignal;
+  /** Current lease deadline. */
+  readonly leaseExpiresAt: Date;
+  /** True once the lease is lost; nothing this execution writes afterwards is kept. */
+  readonly isStale: boolean;
+  /**
+   * Extends the lease to at least `ms` from when the renewal write starts. Concurrent calls coalesce into at most
+   * one follow-up write (the longest duration wins). Rejects with `InvalidDurationError` for non-finite or ≤ 0 `ms`,
+   * with `LeaseLostError` when the job is no longer ours, and with the database's own error when the write failed.
+   */
+  extendLockTime(ms: number): Promise<void>;
+}

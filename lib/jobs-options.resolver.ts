@@ -1,0 +1,36 @@
+import { InvalidOptionError } from './errors/invalid-option.error';
+import { DEFAULT_JOBS_OPTIONS } from './jobs.constants';
+import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
+import { nonEmptyString, nonNegativeFinite, positiveFinite, positiveInteger } from './utils/validate';
+import { defaultWorkerId } from './utils/worker-id';
+
+/** The one place defaults are merged; every rule failure names the option. */
+export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJobsOptions {
+  const d = DEFAULT_JOBS_OPTIONS;
+  const leaseMs = positiveFinite('leaseMs', options.leaseMs ?? d.leaseMs);
+  const heartbeatIntervalMs = positiveFinite('heartbeatIntervalMs', options.heartbeatIntervalMs ?? leaseMs / 3);
+  if (heartbeatIntervalMs >= leaseMs) {
+    throw new InvalidOptionError('heartbeatIntervalMs', heartbeatIntervalMs, `must be below leaseMs (${leaseMs})`);
+  }
+  const backoff = {
+    baseMs: positiveFinite('backoff.baseMs', options.backoff?.baseMs ?? d.backoff.baseMs),
+    maxMs: positiveFinite('backoff.maxMs', options.backoff?.maxMs ?? d.backoff.maxMs),
+  };
+  if (backoff.maxMs < backoff.baseMs) {
+    throw new InvalidOptionError('backoff.maxMs', backoff.maxMs, `must be at least backoff.baseMs (${backoff.baseMs})`);
+  }
+  const worker = options.worker ?? d.worker;
+  if (typeof worker !== 'boolean') throw new InvalidOptionError('worker', worker, 'must be true or false');
+  return {
+    collectionName: nonEmptyString('collectionName', options.collectionName ?? d.collectionName, 120),
+    worker,
+    concurrency: positiveInteger('concurrency', options.concurrency ?? d.concurrency),
+    pollIntervalMs: positiveFinite('pollIntervalMs', options.pollIntervalMs ?? d.pollIntervalMs),
+    leaseMs,
+    heartbeatIntervalMs,
+    shutdownGraceMs: nonNegativeFinite('shutdownGraceMs', options.shutdownGraceMs ?? d.shutdownGraceMs),
+    maxAttempts: positiveInteger('maxAttempts', options.maxAttempts ?? d.maxAttempts),
+    backoff,
+    workerId: nonEmptyString('workerId', options.workerId ?? defaultWorkerId()),
+  };
+}

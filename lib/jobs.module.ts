@@ -1,0 +1,88 @@
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
+import { JobClaimService } from './claim/job-claim.service';
+import { JobHandlerRegistry } from './discovery/job-handler.registry';
+import { JobsExplorer } from './discovery/jobs.explorer';
+import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor';
+import { JobFinalizer } from './execution/job-finalizer.service';
+import { JobRunner } from './execution/job-runner.service';
+import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants';
+import {
+  ConfigurableJobsModule,
+  JOBS_ASYNC_OPTIONS_TYPE,
+  JOBS_MODULE_OPTIONS,
+  JOBS_OPTIONS_TYPE,
+} from './jobs.module-definition';
+import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
+import { JobsService } from './jobs.service';
+import { resolveJobsOptions } from './jobs-options.resolver';
+import { LeaseHeartbeat } from './lease/lease-heartbeat.service';
+import { createJobSchema, type JobDocument } from './persistence/job.schema';
+import { JobsRepository } from './persistence/jobs.repository';
+
+/**
+ * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
+ * injectable everywhere (the module is global).
+ *
+ * @example
+ * ```ts
+ * @Module({
+ *   imports: [
+ *     MongooseModule.forRoot(process.env.MONGODB_URI!),
+ *     JobsModule.forRoot({ concurrency: 8 }),
+ *   ],
+ *   providers: [EmailJobs],
+ * })
+ * export class AppModule {}
+ * ```
+ */
+@Module({})
+export class JobsModule extends ConfigurableJobsModule {
+  // `super` (not the base class name) so the returned definition's `module` is JobsModule.
+  static forRoot(options: typeof JOBS_OPTIONS_TYPE = {}): DynamicModule {
+    return withJobsProviders(super.forRoot(options), options.connectionName);
+  }
+
+  static forRootAsync(options: typeof JOBS_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return withJobsProviders(super.forRootAsync(options), options.connectionName);
+  }
+}
+
+function withJobsProviders(definition: DynamicModule, connectionName: string | undefined): DynamicModule {
+  const providers: Provider[] = [
+    {
+      provide: JOBS_RESOLVED_OPTIONS,
+      inject: [JOBS_MODULE_OPTIONS],
+      useFactory: (options: JobsModuleOptions) => resolveJobsOptions(options),
+    },
+    {
+      provide: JOBS_MODEL,
+      inject: [getConnectionToken(connectionName), JOBS_RESOLVED_OPTIONS],
+      useFactory: (connection: Connection, options: ResolvedJobsOptions) => {
+        const modelName = `NestjsMongoJobs:${options.collectionName}`;
+        return (
+          connection.models[modelName] ??
+          connection.model<JobDocument>(modelName, createJobSchema(options.collectionName), options.collectionName)
+        );
+      },
+    },
+    JobsRepository,
+    JobHandlerRegistry,
+    JobsMetadataAccessor,
+    JobsExplorer,
+    JobClaimService,
+    LeaseHeartbeat,
+    JobFinalizer,
+    JobRunner,
+    JobsService,
+  ];
+  return {
+    ...definition,
+    global: true,
+    imports: [...(definition.imports ?? []), DiscoveryModule],
+    providers: [...(definition.providers ?? []), ...providers],
+    exports: [...(definition.exports ?? []), JobsService],
+  };
+}

@@ -1,0 +1,51 @@
+/** Exponential backoff between attempts: `min(baseMs · 2^(n−1), maxMs)` scaled by a random factor in [0.5, 1). */
+export interface BackoffOptions {
+  /** Delay before the 2nd attempt (before jitter). @default 1000 */
+  baseMs: number;
+  /** Upper bound of any delay (before jitter). @default 900000 (15 minutes) */
+  maxMs: number;
+}
+
+/** Options of `JobsModule.forRoot()` / the factory of `forRootAsync()`. */
+export interface JobsModuleOptions {
+  /** Name of the jobs collection. @default 'jobs' */
+  collectionName?: string;
+  /** Run a worker (poll loop) in this process; `false` makes an enqueue-only process. @default true */
+  worker?: boolean;
+  /** Jobs this process runs at once, across all handlers. @default 4 */
+  concurrency?: number;
+  /** Wait between polls that found nothing to do, in ms. @default 1000 */
+  pollIntervalMs?: number;
+  /** Lease length in ms: how long a claimed job stays locked without a renewal. @default 30000 */
+  leaseMs?: number;
+  /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
+  heartbeatIntervalMs?: number;
+  /** How long shutdown waits for running handlers before aborting them, in ms. @default 10000 */
+  shutdownGraceMs?: number;
+  /** Attempts before a job is dead-lettered (a lost lease counts as one). @default 5 */
+  maxAttempts?: number;
+  /** Retry backoff. @default { baseMs: 1000, maxMs: 900000 } */
+  backoff?: Partial<BackoffOptions>;
+  /** Identity of this worker process in `lockedBy`. @default `${hostname}:${pid}:${random}` */
+  workerId?: string;
+}
+
+/** Options that must be known when the module is defined (also accepted by `forRootAsync`). */
+export interface JobsModuleExtras {
+  /** Name of the `@nestjs/mongoose` connection to use. @default the default connection */
+  connectionName?: string;
+}
+
+/** Module options after defaults are merged and validated. */
+export interface ResolvedJobsOptions {
+  collectionName: string;
+  worker: boolean;
+  concurrency: number;
+  pollIntervalMs: number;
+  leaseMs: number;
+  heartbeatIntervalMs: number;
+  shutdownGraceMs: number;
+  maxAttempts: number;
+  backoff: BackoffOptions;
+  workerId: string;
+}

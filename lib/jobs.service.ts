@@ -1,0 +1,195 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Types } from 'mongoose';
+import { JobClaimService } from './claim/job-claim.service';
+import { JobHandlerRegistry } from './discovery/job-handler.registry';
+import { InvalidJobIdError } from './errors/invalid-job-id.error';
+import { InvalidOptionError } from './errors/invalid-option.error';
+import { JobCancelledError } from './errors/job-cancelled.error';
+import { UnknownJobError } from './errors/unknown-job.error';
+import { JobRunner } from './execution/job-runner.service';
+import { JOBS_RESOLVED_OPTIONS, MAX_JOB_NAME_LENGTH } from './jobs.constants';
+import type { ResolvedJobsOptions } from './jobs.options';
+import type { EnqueueItem, EnqueueOptions, RunNowOutcome } from './jobs.types';
+import { type JobDocument, toJobRecord } from './persistence/job.schema';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
+import { JobsRepository, type NewJobDocument } from './persistence/jobs.repository';
+import { addMs, now } from './utils/clock';
+import { parseJobId } from './utils/job-id';
+import { assertStorablePayload } from './utils/payload-validator';
+import { finiteNumber, nonEmptyString, nonNegativeFinite, positiveInteger } from './utils/validate';
+
+/** Races on a freed dedupe key are retried this many times before giving up. */
+const DEDUPE_INSERT_TRIES = 5;
+
+/** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
+@Injectable()
+export class JobsService {
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly registry: JobHandlerRegistry,
+    private readonly claims: JobClaimService,
+    private readonly runner: JobRunner,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
+
+  /**
+   * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored.
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
+   * @example await jobs.enqueue('email.send', { to: 'a@example.com' }, { delayMs: 60_000, dedupeKey: 'welcome:42' });
+   */
+  async enqueue<TPayload = unknown>(
+    name: string,
+    payload?: TPayload,
+    options: EnqueueOptions = {},
+  ): Promise<JobRecord<TPayload>> {
+    const doc = this.buildDocument(name, payload, options);
+    const stored = doc.dedupeKey === undefined ? await this.repository.insert(doc) : await this.insertDeduped(doc);
+    this.runner.notifyEnqueued();
+    return toJobRecord<TPayload>(stored);
+  }
+
+  /**
+   * Stores many jobs in one bulk insert, returned in input order. All items are validated first; with a
+   * `dedupeKey` already held (or repeated in the batch), the holder is returned for that item.
+   */
+  async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<JobRecord<TPayload>[]> {
+    if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
+    const docs = items.map((item) => this.buildDocument(item?.name, item?.payload, item?.options ?? {}));
+    if (docs.length === 0) return [];
+    const { ids, duplicateIndexes } = await this.repository.insertMany(docs);
+    const results: JobDocument[] = docs.map((doc, index) => ({ ...doc, _id: ids.get(index) }) as JobDocument);
+    for (const index of duplicateIndexes) {
+      const holder = await this.repository.findByDedupeKey(docs[index].dedupeKey as string);
+      results[index] = holder ?? (await this.insertDeduped(docs[index]));
+    }
+    this.runner.notifyEnqueued();
+    return results.map((doc) => toJobRecord<TPayload>(doc));
+  }
+
+  /** @throws InvalidJobIdError for anything but a 24-hex id. */
+  async findById<TPayload = unknown>(id: string): Promise<JobRecord<TPayload> | null> {
+    const doc = await this.repository.findById(requireJobId(id));
+    return doc && toJobRecord<TPayload>(doc);
+  }
+
+  /**
+   * pending → cancelled; running → cancelled, and its handler's signal is aborted with `JobCancelledError` if it
+   * runs in this process (another process's handler notices through its next lease renewal). Returns the job
+   * afterwards (unchanged when it was already finished), or null when there is no such job.
+   * @throws InvalidJobIdError
+   */
+  async cancel(id: string): Promise<JobRecord | null> {
+    const jobId = requireJobId(id);
+    const cancelled = await this.repository.cancel(jobId, now());
+    if (!cancelled) return this.findById(id);
+    this.runner.abortLocal(jobId.toHexString(), new JobCancelledError(jobId.toHexString()));
+    return toJobRecord(cancelled);
+  }
+
+  /**
+   * dead / failed / cancelled → pending, due now, with `attemptCount` reset (the attempt history is kept).
+   * Returns the job afterwards (unchanged in any other state), or null when there is no such job.
+   * @throws InvalidJobIdError
+   */
+  async retry(id: string): Promise<JobRecord | null> {
+    const revived = await this.repository.retry(requireJobId(id), now());
+    if (!revived) return this.findById(id);
+    this.runner.notifyEnqueued();
+    return toJobRecord(revived);
+  }
+
+  /** Number of jobs per status (every status present, zero included). */
+  async stats(): Promise<Record<JobStatus, number>> {
+    const counts = await this.repository.countByStatus();
+    return Object.fromEntries(JOB_STATUSES.map((status) => [status, counts.get(status) ?? 0])) as Record<
+      JobStatus,
+      number
+    >;
+  }
+
+  /**
+   * Claims exactly this job, runs it in this process (regardless of `worker`), and returns the row it ended in.
+   * A job that is running elsewhere, not yet due, or already finished is a conflict; nothing runs.
+   */
+  async runNow(id: string): Promise<RunNowOutcome> {
+    const jobId = parseJobId(id);
+    if (!jobId) return { kind: 'not_found' };
+    const claim = await this.claims.claimById(jobId);
+    if (!claim) return this.runNowConflict(jobId);
+    await this.runner.execute(claim);
+    const after = await this.repository.findById(jobId);
+    return after ? { kind: 'executed', job: toJobRecord(after) } : { kind: 'not_found' };
+  }
+
+  private async runNowConflict(jobId: Types.ObjectId): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    if (!doc) return { kind: 'not_found' };
+    const reason = doc.status === 'running' ? 'locked' : doc.status === 'pending' ? 'not_due' : 'terminal';
+    return { kind: 'conflict', reason, job: toJobRecord(doc) };
+  }
+
+  private buildDocument(name: unknown, payload: unknown, options: EnqueueOptions): NewJobDocument {
+    const jobName = nonEmptyString('name', name, MAX_JOB_NAME_LENGTH);
+    if (options === null || typeof options !== 'object')
+      throw new InvalidOptionError('options', options, 'must be an object');
+    const strict = options.strict ?? true;
+    const handler = this.registry.get(jobName);
+    if (strict && !handler && this.registry.size > 0) throw new UnknownJobError(jobName, this.registry.names());
+    assertStorablePayload(payload);
+    const at = now();
+    const runAt = resolveRunAt(options, at);
+    const dedupeKey = options.dedupeKey === undefined ? undefined : nonEmptyString('dedupeKey', options.dedupeKey);
+    const doc: NewJobDocument = {
+      name: jobName,
+      payload: payload ?? null,
+      status: 'pending',
+      runAt,
+      priority: options.priority === undefined ? 0 : finiteNumber('priority', options.priority),
+      attemptCount: 0,
+      maxAttempts: positiveInteger(
+        'maxAttempts',
+        options.maxAttempts ?? handler?.maxAttempts ?? this.options.maxAttempts,
+      ),
+      attempts: [],
+      fencingToken: 0,
+      createdAt: at,
+      updatedAt: at,
+    };
+    if (dedupeKey !== undefined) doc.dedupeKey = dedupeKey;
+    return doc;
+  }
+
+  /** Inserts, or returns the pending/running holder of the same dedupe key. */
+  private async insertDeduped(doc: NewJobDocument): Promise<JobDocument> {
+    for (let tries = 0; tries < DEDUPE_INSERT_TRIES; tries += 1) {
+      try {
+        return await this.repository.insert({ ...doc });
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 11000) throw error;
+      }
+      const holder = await this.repository.findByDedupeKey(doc.dedupeKey as string);
+      if (holder) return holder;
+      // The holder finished between our insert and our read, freeing the key: insert again.
+    }
+    throw new Error(`Could not enqueue job with dedupeKey "${doc.dedupeKey}": the key kept changing hands`);
+  }
+}
+
+function requireJobId(id: unknown): Types.ObjectId {
+  const parsed = parseJobId(id);
+  if (!parsed) throw new InvalidJobIdError(id);
+  return parsed;
+}
+
+function resolveRunAt(options: EnqueueOptions, at: Date): Date {
+  if (options.runAt !== undefined && options.delayMs !== undefined) {
+    throw new InvalidOptionError('runAt', options.runAt, 'cannot be combined with delayMs');
+  }
+  if (options.runAt !== undefined) {
+    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
+      throw new InvalidOptionError('runAt', options.runAt, 'must be a valid Date');
+    }
+    return options.runAt;
+  }
+  return options.delayMs === undefined ? at : addMs(at, nonNegativeFinite('delayMs', options.delayMs));
+}

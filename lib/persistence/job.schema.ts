@@ -1,0 +1,80 @@
+import { Schema, Types } from 'mongoose';
+import { JOB_STATUSES, type JobAttempt, type JobRecord, type JobStatus } from './job.types';
+
+/** The document in MongoDB. Optional fields are absent (unset) rather than null. */
+export interface JobDocument {
+  _id: Types.ObjectId;
+  name: string;
+  payload: unknown;
+  status: JobStatus;
+  runAt: Date;
+  priority: number;
+  attemptCount: number;
+  maxAttempts: number;
+  attempts: JobAttempt[];
+  lastError?: string;
+  lockedBy?: string;
+  lockedUntil?: Date;
+  fencingToken: number;
+  dedupeKey?: string;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt?: Date;
+  finishedAt?: Date;
+}
+
+/** Schema for documentation and index management; hot-path queries use the native collection. */
+export function createJobSchema(collectionName: string): Schema<JobDocument> {
+  const schema = new Schema<JobDocument>(
+    {
+      name: { type: String, required: true },
+      payload: { type: Schema.Types.Mixed },
+      status: { type: String, enum: JOB_STATUSES, required: true },
+      runAt: { type: Date, required: true },
+      priority: { type: Number, default: 0 },
+      attemptCount: { type: Number, default: 0 },
+      maxAttempts: { type: Number, required: true },
+      attempts: [{ _id: false, at: Date, error: String, errorClass: String }],
+      lastError: String,
+      lockedBy: String,
+      lockedUntil: Date,
+      fencingToken: { type: Number, default: 0 },
+      dedupeKey: String,
+      createdAt: Date,
+      updatedAt: Date,
+      startedAt: Date,
+      finishedAt: Date,
+    },
+    { collection: collectionName, versionKey: false, minimize: false, autoIndex: false },
+  );
+  // Claim: due pending rows in priority order.
+  schema.index({ status: 1, priority: -1, runAt: 1, _id: 1 }, { name: 'claim' });
+  // Reclaim: running rows whose lease ran out.
+  schema.index({ status: 1, lockedUntil: 1 }, { name: 'reclaim' });
+  // One pending/running job per dedupe key; the key is unset when the job leaves those states.
+  schema.index({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+  return schema;
+}
+
+export function toJobRecord<TPayload = unknown>(doc: JobDocument): JobRecord<TPayload> {
+  return {
+    id: doc._id.toHexString(),
+    name: doc.name,
+    payload: doc.payload as TPayload,
+    status: doc.status,
+    runAt: doc.runAt,
+    priority: doc.priority ?? 0,
+    attemptCount: doc.attemptCount ?? 0,
+    maxAttempts: doc.maxAttempts,
+    attempts: doc.attempts ?? [],
+    lastError: doc.lastError ?? null,
+    lockedBy: doc.lockedBy ?? null,
+    lockedUntil: doc.lockedUntil ?? null,
+    fencingToken: doc.fencingToken ?? 0,
+    dedupeKey: doc.dedupeKey ?? null,
+    createdAt: doc.createdAt,
+    updatedAt: doc.updatedAt,
+    startedAt: doc.startedAt ?? null,
+    finishedAt: doc.finishedAt ?? null,
+  };
+}

@@ -1,0 +1,224 @@
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { type Model, mongo, type Types } from 'mongoose';
+import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import type { JobDocument } from './job.schema';
+import type { JobAttempt, JobStatus } from './job.types';
+
+/** Fields that only mean something while a job is `running`. */
+const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
+/** Terminal transitions also free the dedupe key, so the same key can be enqueued again. */
+const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeKey: '' } as const;
+const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
+const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
+
+export type NewJobDocument = Omit<JobDocument, '_id'>;
+
+/** Every query and update on the jobs collection. Services never build queries themselves. */
+@Injectable()
+export class JobsRepository implements OnModuleInit {
+  private readonly collection: mongo.Collection<JobDocument>;
+
+  constructor(@Inject(JOBS_MODEL) private readonly model: Model<JobDocument>) {
+    // Hot paths use the native collection: mongoose casting buys nothing for these fixed shapes.
+    this.collection = model.collection as unknown as mongo.Collection<JobDocument>;
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.model.createIndexes();
+  }
+
+  async insert(doc: NewJobDocument): Promise<JobDocument> {
+    const { insertedId } = await this.collection.insertOne(doc as JobDocument);
+    return { ...doc, _id: insertedId } as JobDocument;
+  }
+
+  /** Inserts in one bulk write; with `ordered: false` the non-duplicate documents land even when some keys clash. */
+  async insertMany(docs: NewJobDocument[]): Promise<{ ids: Map<number, Types.ObjectId>; duplicateIndexes: number[] }> {
+    const ids = new Map<number, Types.ObjectId>();
+    try {
+      const result = await this.collection.insertMany(docs as JobDocument[], { ordered: false });
+      for (const [index, id] of Object.entries(result.insertedIds)) ids.set(Number(index), id);
+      return { ids, duplicateIndexes: [] };
+    } catch (error) {
+      // Only dedupe-key clashes are expected here; anything else is the caller's problem.
+      if (!(error instanceof mongo.MongoBulkWriteError)) throw error;
+      const writeErrors = [error.writeErrors].flat();
+      if (writeErrors.length === 0 || writeErrors.some((e) => e.code !== 11000)) throw error;
+      const failed = new Set(writeErrors.map((e) => e.index));
+      for (const [index, id] of Object.entries(error.insertedIds ?? {})) {
+        if (!failed.has(Number(index))) ids.set(Number(index), id as Types.ObjectId);
+      }
+      return { ids, duplicateIndexes: [...failed] };
+    }
+  }
+
+  findById(id: Types.ObjectId): Promise<JobDocument | null> {
+    return this.collection.findOne({ _id: id });
+  }
+
+  /** The pending or running job holding a dedupe key (the index allows only one). */
+  findByDedupeKey(dedupeKey: string): Promise<JobDocument | null> {
+    return this.collection.findOne({ dedupeKey });
+  }
+
+  /** Takes over one running job whose lease ran out, counting the lost attempt. */
+  reclaimExpired(now: Date, lockId: string, lockedUntil: Date, excludedNames: string[]): Promise<JobDocument | null> {
+    const attempt: JobAttempt = {
+      at: now,
+      error: 'Lease expired before the previous attempt finished',
+      errorClass: 'LeaseExpired',
+    };
+    return this.collection.findOneAndUpdate(
+      { status: 'running', lockedUntil: { $lte: now }, ...namesFilter(excludedNames) },
+      {
+        $set: { lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now, lastError: attempt.error },
+        $inc: { attemptCount: 1, fencingToken: 1 },
+        $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
+      },
+      { sort: { lockedUntil: 1, _id: 1 }, returnDocument: 'after' },
+    );
+  }
+
+  /** Claims the next due pending job: priority desc, runAt asc, _id asc. */
+  claimDue(now: Date, lockId: string, lockedUntil: Date, excludedNames: string[]): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { status: 'pending', runAt: { $lte: now }, ...namesFilter(excludedNames) },
+      claimUpdate(now, lockId, lockedUntil),
+      { sort: CLAIM_SORT, returnDocument: 'after' },
+    );
+  }
+
+  /** Claims exactly this job if it is pending and due (for `runNow`). */
+  claimById(id: Types.ObjectId, now: Date, lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { _id: id, status: 'pending', runAt: { $lte: now } },
+      claimUpdate(now, lockId, lockedUntil),
+      { returnDocument: 'after' },
+    );
+  }
+
+  /**
+   * Owner-fenced lease renewal: the deadline only ever moves forward.
+   * Resolves the row's deadline after the write, or null when this lock no longer owns the row.
+   */
+  async renewLease(id: Types.ObjectId, lockId: string, requestedUntil: Date, now: Date): Promise<Date | null> {
+    const row = await this.collection.findOneAndUpdate(
+      owned(id, lockId),
+      { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
+      { returnDocument: 'after', projection: { lockedUntil: 1 } },
+    );
+    return row?.lockedUntil ?? null;
+  }
+
+  complete(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
+    return this.updateOwned(id, lockId, {
+      $set: { status: 'completed', finishedAt: now, updatedAt: now },
+      $unset: { ...RELEASED_FIELDS, lastError: '' },
+    });
+  }
+
+  /** Records a failed attempt, then either schedules the retry or dead-letters the job. */
+  recordFailure(
+    id: Types.ObjectId,
+    lockId: string,
+    attempt: JobAttempt,
+    next: { status: 'pending'; runAt: Date } | { status: 'dead' },
+  ): Promise<boolean> {
+    const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } };
+    const common = { lastError: attempt.error, updatedAt: attempt.at };
+    return this.updateOwned(
+      id,
+      lockId,
+      next.status === 'pending'
+        ? {
+            $set: { ...common, status: 'pending', runAt: next.runAt },
+            $unset: LOCK_FIELDS,
+            $inc: { attemptCount: 1 },
+            $push: history,
+          }
+        : {
+            $set: { ...common, status: 'dead', finishedAt: attempt.at },
+            $unset: RELEASED_FIELDS,
+            $inc: { attemptCount: 1 },
+            $push: history,
+          },
+    );
+  }
+
+  /** Dead-letters a job this lock owns without recording another attempt (the reclaim already did). */
+  deadLetter(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
+    return this.updateOwned(id, lockId, {
+      $set: { status: 'dead', finishedAt: now, updatedAt: now },
+      $unset: RELEASED_FIELDS,
+    });
+  }
+
+  /** Gives a job back untouched (shutdown): pending again, no attempt counted. */
+  release(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
+    return this.updateOwned(id, lockId, {
+      $set: { status: 'pending', runAt: now, updatedAt: now },
+      $unset: LOCK_FIELDS,
+    });
+  }
+
+  /** A job no handler in this process can run. */
+  markFailed(id: Types.ObjectId, lockId: string, reason: string, now: Date): Promise<boolean> {
+    return this.updateOwned(id, lockId, {
+      $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now },
+      $unset: RELEASED_FIELDS,
+    });
+  }
+
+  /** pending/running → cancelled. Resolves the row after the change, or null when it was in no cancellable state. */
+  cancel(id: Types.ObjectId, now: Date): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { _id: id, status: { $in: ['pending', 'running'] } },
+      { $set: { status: 'cancelled', finishedAt: now, updatedAt: now }, $unset: RELEASED_FIELDS },
+      { returnDocument: 'after' },
+    );
+  }
+
+  /** dead/failed/cancelled → pending now, attempts reset (history kept). */
+  retry(id: Types.ObjectId, now: Date): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { _id: id, status: { $in: REVIVABLE } },
+      {
+        $set: { status: 'pending', runAt: now, attemptCount: 0, updatedAt: now },
+        $unset: { ...LOCK_FIELDS, finishedAt: '' },
+      },
+      { returnDocument: 'after' },
+    );
+  }
+
+  async countByStatus(): Promise<Map<JobStatus, number>> {
+    const rows = await this.collection
+      .aggregate<{ _id: JobStatus; count: number }>([{ $group: { _id: '$status', count: { $sum: 1 } } }])
+      .toArray();
+    return new Map(rows.map((row) => [row._id, row.count]));
+  }
+
+  private async updateOwned(
+    id: Types.ObjectId,
+    lockId: string,
+    update: mongo.UpdateFilter<JobDocument>,
+  ): Promise<boolean> {
+    const result = await this.collection.updateOne(owned(id, lockId), update);
+    return result.matchedCount === 1;
+  }
+}
+
+/** The fence on every write an execution makes: only the current owner of a running row may change it. */
+function owned(id: Types.ObjectId, lockId: string): mongo.Filter<JobDocument> {
+  return { _id: id, lockedBy: lockId, status: 'running' };
+}
+
+function namesFilter(excludedNames: string[]): mongo.Filter<JobDocument> {
+  return excludedNames.length > 0 ? { name: { $nin: excludedNames } } : {};
+}
+
+function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
+  return {
+    $set: { status: 'running', lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now },
+    $inc: { fencingToken: 1 },
+  };
+}

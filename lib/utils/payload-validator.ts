@@ -1,0 +1,66 @@
+import { mongo } from 'mongoose';
+import { InvalidPayloadError } from '../errors/invalid-payload.error';
+import { MAX_PAYLOAD_BYTES } from '../jobs.constants';
+
+const MAX_DEPTH = 90;
+
+/**
+ * Accepts plain data MongoDB stores and gives back unchanged: JSON-like values, Dates, Buffers and
+ * ObjectIds. Rejects, naming the path, what would be lost or refused: functions, symbols, bigints,
+ * class instances (Map, Set, …), circular references, `$`-prefixed or dotted keys, invalid Dates, and
+ * payloads over the document size limit.
+ */
+export function assertStorablePayload(payload: unknown): void {
+  visit(payload, '', new Set(), 0);
+  const bytes = mongo.BSON.calculateObjectSize({ payload: payload ?? null });
+  if (bytes > MAX_PAYLOAD_BYTES) {
+    throw new InvalidPayloadError('', `is ${bytes} bytes as BSON, over the limit of ${MAX_PAYLOAD_BYTES}`);
+  }
+}
+
+function visit(value: unknown, path: string, ancestors: Set<object>, depth: number): void {
+  switch (typeof value) {
+    case 'string':
+    case 'number':
+    case 'boolean':
+    case 'undefined':
+      return;
+    case 'function':
+      throw new InvalidPayloadError(path, 'is a function, which cannot be stored');
+    case 'symbol':
+      throw new InvalidPayloadError(path, 'is a symbol, which cannot be stored');
+    case 'bigint':
+      throw new InvalidPayloadError(path, 'is a bigint; store it as a string or number');
+  }
+  if (value === null) return;
+  const object = value as object;
+  if (object instanceof Date) {
+    if (Number.isNaN(object.getTime())) throw new InvalidPayloadError(path, 'is an invalid Date');
+    return;
+  }
+  if (Buffer.isBuffer(object) || isObjectId(object)) return;
+  if (depth > MAX_DEPTH) throw new InvalidPayloadError(path, `nests deeper than ${MAX_DEPTH} levels`);
+  if (ancestors.has(object)) throw new InvalidPayloadError(path, 'is a circular reference');
+  const prototype = Object.getPrototypeOf(object);
+  const isArray = Array.isArray(object);
+  if (!isArray && prototype !== Object.prototype && prototype !== null) {
+    const kind = prototype?.constructor?.name ?? 'unknown';
+    throw new InvalidPayloadError(path, `is a ${kind} instance; use plain objects and arrays`);
+  }
+  ancestors.add(object);
+  for (const [key, child] of Object.entries(object)) {
+    if (!isArray && (key.startsWith('$') || key.includes('.') || key.includes('\0'))) {
+      throw new InvalidPayloadError(join(path, key), 'has a key starting with "$" or containing "." or NUL');
+    }
+    visit(child, join(path, key), ancestors, depth + 1);
+  }
+  ancestors.delete(object);
+}
+
+function isObjectId(value: object): boolean {
+  return (value as { _bsontype?: unknown })._bsontype === 'ObjectId';
+}
+
+function join(path: string, key: string): string {
+  return path === '' ? key : `${path}.${key}`;
+}

@@ -1,0 +1,40 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { type JobExecutionContext, JobHandler } from '../lib';
+
+/** The sample's job handlers: plain provider methods, with dependency injection as usual. */
+@Injectable()
+export class SampleHandlers {
+  private readonly logger = new Logger('SampleHandlers');
+  private readonly flakyFailures = new Map<string, number>();
+
+  /** A quick job. */
+  @JobHandler('hello')
+  hello(payload: { name?: string }, ctx: JobExecutionContext) {
+    this.logger.log(`Hello, ${payload?.name ?? 'world'}! (job ${ctx.jobId}, attempt ${ctx.attempt})`);
+  }
+
+  /** A long job that reports progress and asks for more lease time as it goes. */
+  @JobHandler('long-report', { leaseMs: 5_000, timeoutMs: 60_000 })
+  async longReport(payload: { steps?: number }, ctx: JobExecutionContext) {
+    const steps = Math.min(Math.max(Number(payload?.steps) || 5, 1), 50);
+    for (let step = 1; step <= steps; step += 1) {
+      if (ctx.signal.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await ctx.extendLockTime(5_000);
+      this.logger.log(
+        `long-report ${ctx.jobId}: step ${step}/${steps}, lease until ${ctx.leaseExpiresAt.toISOString()}`,
+      );
+    }
+  }
+
+  /** Fails twice, then succeeds: watch attempts and backoff in GET /jobs/:id. */
+  @JobHandler('flaky', { maxAttempts: 5, backoff: { baseMs: 500, maxMs: 5_000 } })
+  flaky(_payload: unknown, ctx: JobExecutionContext) {
+    const failures = this.flakyFailures.get(ctx.jobId) ?? 0;
+    if (failures < 2) {
+      this.flakyFailures.set(ctx.jobId, failures + 1);
+      throw new Error(`flaky failure ${failures + 1}`);
+    }
+    this.logger.log(`flaky ${ctx.jobId} succeeded on attempt ${ctx.attempt}`);
+  }
+}

@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { JobHandler } from '../../lib';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { uniqueDatabaseName } from '../support/test-database';
+
+let ran = 0;
+
+@Injectable()
+class ResilienceHandlers {
+  @JobHandler('tick')
+  tick() {
+    ran += 1;
+  }
+}
+
+describe('poll loop under injected database errors', () => {
+  let app: JobsTestApp;
+
+  beforeAll(async () => {
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('resilience'),
+      options: { pollIntervalMs: 20, leaseMs: 300 },
+      providers: [ResilienceHandlers],
+    });
+  });
+  afterAll(() => app.close());
+
+  const completed = (id: string) =>
+    waitFor(async () => (await app.jobs.findById(id))?.status === 'completed', `job ${id} completed`);
+
+  it('keeps polling after claim errors', async () => {
+    const claimDue = jest.spyOn(app.repository, 'claimDue');
+    claimDue.mockRejectedValueOnce(new Error('injected claim failure')).mockRejectedValueOnce(new Error('again'));
+    const job = await app.jobs.enqueue('tick');
+    await completed(job.id);
+    expect(claimDue.mock.calls.length).toBeGreaterThanOrEqual(3);
+    claimDue.mockRestore();
+  });
+
+  it('keeps running after a finalize error; the unfinalized job is reclaimed when its lease runs out', async () => {
+    const complete = jest.spyOn(app.repository, 'complete');
+    complete.mockRejectedValueOnce(new Error('injected finalize failure'));
+    const before = ran;
+    const first = await app.jobs.enqueue('tick');
+    const second = await app.jobs.enqueue('tick', null, { delayMs: 50 });
+    await completed(second.id);
+    // The first job's completion was lost with the error; its lease (300 ms) expires and it is reclaimed.
+    await completed(first.id);
+    const row = await app.jobs.findById(first.id);
+    expect(row?.attempts.map((a) => a.errorClass)).toEqual(['LeaseExpired']);
+    expect(ran - before).toBe(3);
+    complete.mockRestore();
+  });
+});

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { type JobExecutionContext, JobHandler } from '../../lib';
+import { createJobsTestApp, deferred, type JobsTestApp } from '../support/jobs-app';
+import { uniqueDatabaseName } from '../support/test-database';
+
+const calls: string[] = [];
+const release = deferred();
+
+@Injectable()
+class RunNowHandlers {
+  @JobHandler('now')
+  now(_payload: unknown, ctx: JobExecutionContext) {
+    calls.push(ctx.jobId);
+  }
+
+  @JobHandler('slow-now')
+  async slow(_payload: unknown, ctx: JobExecutionContext) {
+    calls.push(ctx.jobId);
+    await release.promise;
+  }
+}
+
+describe('JobsService.runNow', () => {
+  let app: JobsTestApp;
+
+  beforeAll(async () => {
+    // worker: false — only runNow runs jobs here, so outcomes are deterministic.
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('run_now'),
+      options: { worker: false },
+      providers: [RunNowHandlers],
+    });
+  });
+  afterAll(async () => {
+    release.resolve();
+    await app.close();
+  });
+
+  it('executes a due pending job in this process and returns its final row', async () => {
+    const job = await app.jobs.enqueue('now', {});
+    const outcome = await app.jobs.runNow(job.id);
+    expect(outcome).toMatchObject({ kind: 'executed', job: { id: job.id, status: 'completed', fencingToken: 1 } });
+    expect(calls).toEqual([job.id]);
+  });
+
+  it('answers not_found for unknown and malformed ids', async () => {
+    expect(await app.jobs.runNow('0123456789abcdef01234567')).toEqual({ kind: 'not_found' });
+    expect(await app.jobs.runNow('not-an-id')).toEqual({ kind: 'not_found' });
+    expect(await app.jobs.runNow({ $ne: null } as unknown as string)).toEqual({ kind: 'not_found' });
+  });
+
+  it('answers conflict(not_due) for a future job and conflict(terminal) for a finished one', async () => {
+    const future = await app.jobs.enqueue('now', {}, { delayMs: 60_000 });
+    expect(await app.jobs.runNow(future.id)).toMatchObject({
+      kind: 'conflict',
+      reason: 'not_due',
+      job: { status: 'pending' },
+    });
+    await app.jobs.cancel(future.id);
+    expect(await app.jobs.runNow(future.id)).toMatchObject({
+      kind: 'conflict',
+      reason: 'terminal',
+      job: { status: 'cancelled' },
+    });
+  });
+
+  it('runs a job once when two runNow calls race: one executed, one conflict(locked)', async () => {
+    const job = await app.jobs.enqueue('slow-now', {});
+    const before = calls.length;
+    const first = app.jobs.runNow(job.id);
+    const second = app.jobs.runNow(job.id);
+    const loser = await Promise.race([first, second]);
+    expect(loser).toMatchObject({ kind: 'conflict', reason: 'locked', job: { status: 'running' } });
+    release.resolve();
+    const outcomes = await Promise.all([first, second]);
+    expect(outcomes.map((o) => o.kind).sort()).toEqual(['conflict', 'executed']);
+    expect(outcomes.find((o) => o.kind === 'executed')).toMatchObject({ job: { status: 'completed' } });
+    expect(calls.length - before).toBe(1);
+  });
+});

@@ -1,0 +1,84 @@
+import type { DynamicModule, Provider, Type } from '@nestjs/common';
+import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
+import { Test, type TestingModule } from '@nestjs/testing';
+import mongoose, { type Connection } from 'mongoose';
+import { JobsModule, type JobsModuleOptions, JobsService } from '../../lib';
+import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { testMongoUri } from './test-database';
+
+export interface JobsTestApp {
+  module: TestingModule;
+  jobs: JobsService;
+  repository: JobsRepository;
+  connection: Connection;
+  get<T>(type: Type<T>): T;
+  close(): Promise<void>;
+}
+
+export interface JobsTestAppOptions {
+  /** Database shared by the apps of one test (two apps on one database = two workers). */
+  dbName: string;
+  options?: JobsModuleOptions;
+  /** Replaces `JobsModule.forRoot(options)`, e.g. with a forRootAsync variant. */
+  jobsModule?: DynamicModule;
+  providers?: Provider[];
+  imports?: DynamicModule[];
+}
+
+/** A real Nest application context: real mongoose connection, real JobsModule, the given handler providers. */
+export async function createJobsTestApp(setup: JobsTestAppOptions): Promise<JobsTestApp> {
+  const connectionsBefore = new Set(mongoose.connections);
+  try {
+    return await bootJobsTestApp(setup);
+  } catch (error) {
+    // A bootstrap that fails (on purpose, in tests of bad options) leaves its connection open; close it.
+    await Promise.all(mongoose.connections.filter((c) => !connectionsBefore.has(c)).map((c) => c.close()));
+    throw error;
+  }
+}
+
+async function bootJobsTestApp(setup: JobsTestAppOptions): Promise<JobsTestApp> {
+  const module = await Test.createTestingModule({
+    imports: [
+      MongooseModule.forRoot(testMongoUri(), { dbName: setup.dbName }),
+      setup.jobsModule ?? JobsModule.forRoot({ pollIntervalMs: 50, ...setup.options }),
+      ...(setup.imports ?? []),
+    ],
+    providers: setup.providers ?? [],
+  }).compile();
+  module.useLogger(process.env.JOBS_TEST_LOGS ? ['log', 'warn', 'error'] : false);
+  await module.init().catch(async (error: unknown) => {
+    await module.close();
+    throw error;
+  });
+  return {
+    module,
+    jobs: module.get(JobsService),
+    repository: module.get(JobsRepository),
+    connection: module.get<Connection>(getConnectionToken()),
+    get: (type) => module.get(type),
+    close: () => module.close(),
+  };
+}
+
+/** Resolves when `predicate` holds, polling every 10 ms; rejects with `what` after `timeoutMs`. */
+export async function waitFor(
+  predicate: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A promise with its resolve exposed, for handlers that block until a test lets them go. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}

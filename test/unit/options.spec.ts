@@ -1,0 +1,27 @@
+import { describe, expect, it } from '@jest/globals';
+import { InvalidOptionError } from '../../lib';
+import { resolveJobsOptions } from '../../lib/jobs-options.resolver';
+
+describe('resolveJobsOptions', () => {
+  it('derives heartbeatIntervalMs from leaseMs', () => {
+    expect(resolveJobsOptions({ leaseMs: 9000 }).heartbeatIntervalMs).toBe(3000);
+  });
+
+  it('keeps explicit values and a given workerId', () => {
+    expect(resolveJobsOptions({ workerId: 'w1', heartbeatIntervalMs: 10, leaseMs: 100 })).toMatchObject({
+      workerId: 'w1',
+      heartbeatIntervalMs: 10,
+      leaseMs: 100,
+    });
+  });
+
+  it.each([
+    [{ worker: 'yes' as unknown as boolean }, 'worker'],
+    [{ backoff: { baseMs: 10, maxMs: 5 } }, 'backoff.maxMs'],
+    [{ collectionName: '' }, 'collectionName'],
+    [{ workerId: '' }, 'workerId'],
+  ])('rejects %j naming %s', (options, option) => {
+    expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
+    expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);
+  });
+});
