@@ -1,0 +1,157 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { Types } from 'mongoose';
+import { type JobExecutionContext, JobHandler, LeaseLostError } from '../../lib';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { uniqueDatabaseName } from '../support/test-database';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const calls: { jobId: string; worker: string; fencingToken: number; start: number; end?: number }[] = [];
+let lostSignal: { reason: unknown; at: number; wasStale: boolean } | undefined;
+let extendCount = 0;
+
+@Injectable()
+class LeaseHandlers {
+  /** Runs for `ms`, well past the lease, relying on the automatic heartbeat only. */
+  @JobHandler('long')
+  async long(payload: { ms: number }, ctx: JobExecutionContext) {
+    const call: (typeof calls)[number] = {
+      jobId: ctx.jobId,
+      worker: ctx.lockId.split('#')[0],
+      fencingToken: ctx.fencingToken,
+      start: Date.now(),
+    };
+    calls.push(call);
+    await sleep(payload.ms);
+    call.end = Date.now();
+  }
+
+  /** Waits for its signal (or 10 s), recording when and why it was aborted. */
+  @JobHandler('until-aborted')
+  async untilAborted(_payload: unknown, ctx: JobExecutionContext) {
+    calls.push({ jobId: ctx.jobId, worker: ctx.lockId, fencingToken: ctx.fencingToken, start: Date.now() });
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 10_000);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        lostSignal = { reason: ctx.signal.reason, at: Date.now(), wasStale: ctx.isStale };
+        resolve();
+      });
+    });
+  }
+
+  /** Bursts of extendLockTime while working. */
+  @JobHandler('extends')
+  async extends(_payload: unknown, ctx: JobExecutionContext) {
+    const before = ctx.leaseExpiresAt.getTime();
+    await Promise.all(Array.from({ length: 50 }, (_, i) => ctx.extendLockTime(1000 + i)));
+    extendCount += 50;
+    if (ctx.leaseExpiresAt.getTime() <= before) throw new Error('extendLockTime did not move the deadline');
+  }
+}
+
+describe('lease heartbeat against the database', () => {
+  const apps: JobsTestApp[] = [];
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    calls.length = 0;
+    lostSignal = undefined;
+  });
+
+  const start = async (dbName: string, workerId: string, options = {}) => {
+    const app = await createJobsTestApp({
+      dbName,
+      options: { workerId, pollIntervalMs: 20, ...options },
+      providers: [LeaseHandlers],
+    });
+    apps.push(app);
+    return app;
+  };
+
+  it('keeps a job running for 3 × lease on one worker while another polls: never claimed twice', async () => {
+    const dbName = uniqueDatabaseName('hb_long');
+    const a = await start(dbName, 'a', { leaseMs: 500 });
+    const job = await a.jobs.enqueue('long', { ms: 1500 });
+    await waitFor(() => calls.length === 1, 'the handler to start');
+    await start(dbName, 'b', { leaseMs: 500 });
+    await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'completion');
+    expect(calls).toHaveLength(1);
+    expect(await a.jobs.findById(job.id)).toMatchObject({ status: 'completed', attemptCount: 0, fencingToken: 1 });
+  });
+
+  it('two workers, lease 150 ms, handler 600 ms: one handler call', async () => {
+    const dbName = uniqueDatabaseName('hb_two');
+    const [a, b] = [await start(dbName, 'a', { leaseMs: 150 }), await start(dbName, 'b', { leaseMs: 150 })];
+    const job = await b.jobs.enqueue('long', { ms: 600 });
+    await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'completion');
+    expect(calls).toHaveLength(1);
+    expect(await a.jobs.findById(job.id)).toMatchObject({ attemptCount: 0 });
+  });
+
+  it('aborts the signal within one heartbeat interval when another owner takes the row, and writes nothing', async () => {
+    const app = await start(uniqueDatabaseName('hb_takeover'), 'a', { leaseMs: 600 }); // heartbeat every 200 ms
+    const job = await app.jobs.enqueue('until-aborted');
+    await waitFor(() => calls.length === 1, 'the handler to start');
+    const takenAt = Date.now();
+    const thief = { lockedBy: 'thief#1.x', lockedUntil: new Date(Date.now() + 60_000), fencingToken: 2 };
+    await app.connection.collection('jobs').updateOne({ _id: new Types.ObjectId(job.id) }, { $set: thief });
+    await waitFor(() => lostSignal !== undefined, 'the abort', 2_000);
+    expect(lostSignal?.reason).toBeInstanceOf(LeaseLostError);
+    expect((lostSignal?.reason as LeaseLostError).reason).toBe('taken-over');
+    expect(lostSignal?.wasStale).toBe(true);
+    expect((lostSignal?.at ?? Number.POSITIVE_INFINITY) - takenAt).toBeLessThan(200 + 150);
+    await sleep(100); // give a (wrong) finalize the chance to land
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'running', ...thief, attemptCount: 0 });
+  });
+
+  it('coalesces a burst of extendLockTime calls and moves the deadline', async () => {
+    const app = await start(uniqueDatabaseName('hb_extend'), 'a');
+    const renew = app.repository.renewLease.bind(app.repository);
+    let writes = 0;
+    let inFlight = 0;
+    let maxInFlight = 0;
+    app.repository.renewLease = async (...args) => {
+      writes += 1;
+      inFlight += 1;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        return await renew(...args);
+      } finally {
+        inFlight -= 1;
+      }
+    };
+    const job = await app.jobs.enqueue('extends');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completion');
+    expect(extendCount).toBe(50);
+    expect(writes).toBeGreaterThanOrEqual(1);
+    expect(writes).toBeLessThanOrEqual(2);
+    expect(maxInFlight).toBe(1);
+  });
+
+  it('leaves no timers behind after 1,000 executions', async () => {
+    // A long poll interval: between bursts the loop sleeps in one timer, at both measurements.
+    const app = await start(uniqueDatabaseName('hb_handles'), 'a', {
+      concurrency: 16,
+      leaseMs: 5_000,
+      pollIntervalMs: 60_000,
+    });
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    // Driver monitors come and go; sample a few times so one in-between moment cannot decide the result.
+    const samples = async () => {
+      const counts: number[] = [];
+      for (let i = 0; i < 5; i += 1) {
+        counts.push(timers());
+        await sleep(20);
+      }
+      return counts;
+    };
+    await app.jobs.enqueue('long', { ms: 0 });
+    await waitFor(async () => (await app.jobs.stats()).completed === 1, 'warm-up');
+    const baseline = Math.max(...(await samples()));
+    await app.jobs.enqueueMany(Array.from({ length: 1000 }, () => ({ name: 'long', payload: { ms: 0 } })));
+    await waitFor(async () => (await app.jobs.stats()).completed === 1001, '1,000 completions', 30_000);
+    // A leak of one timer per execution would leave ~1,000 (a heartbeat and a watchdog each would be 2,000).
+    expect(Math.min(...(await samples()))).toBeLessThanOrEqual(baseline);
+  });
+});
