@@ -6,8 +6,10 @@ import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobsExplorer } from './discovery/jobs.explorer';
 import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor';
+import { JobEvents } from './events/job-events';
 import { JobFinalizer } from './execution/job-finalizer.service';
 import { JobRunner } from './execution/job-runner.service';
+import { JobsWorkerMonitor } from './health/jobs-worker.monitor';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants';
 import {
   ConfigurableJobsModule,
@@ -69,6 +71,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
       },
     },
     JobsRepository,
+    JobEvents,
     JobHandlerRegistry,
     JobsMetadataAccessor,
     JobsExplorer,
@@ -76,6 +79,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     LeaseHeartbeat,
     JobFinalizer,
     JobRunner,
+    JobsWorkerMonitor,
     JobsService,
   ];
   return {

@@ -1,12 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
+import type { Observable } from 'rxjs';
 import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { InvalidJobIdError } from './errors/invalid-job-id.error';
 import { InvalidOptionError } from './errors/invalid-option.error';
 import { JobCancelledError } from './errors/job-cancelled.error';
 import { UnknownJobError } from './errors/unknown-job.error';
+import type { JobEvent } from './events/job-event';
+import { JobEvents } from './events/job-events';
 import { JobRunner } from './execution/job-runner.service';
+import { JobsWorkerMonitor } from './health/jobs-worker.monitor';
+import type { JobsWorkerStatus } from './health/jobs-worker-status';
 import { JOBS_RESOLVED_OPTIONS, MAX_JOB_NAME_LENGTH } from './jobs.constants';
 import type { ResolvedJobsOptions } from './jobs.options';
 import type { EnqueueItem, EnqueueOptions, RunNowOutcome } from './jobs.types';
@@ -24,13 +29,24 @@ const DEDUPE_INSERT_TRIES = 5;
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()
 export class JobsService {
+  /**
+   * Lifecycle events of jobs in this process (enqueued here, or run by this worker), for metrics and logs.
+   * Never carries payloads.
+   * @example jobs.events$.pipe(filter((e) => e.type === 'dead')).subscribe((e) => alert(e.name, e.error));
+   */
+  readonly events$: Observable<JobEvent>;
+
   constructor(
     private readonly repository: JobsRepository,
     private readonly registry: JobHandlerRegistry,
     private readonly claims: JobClaimService,
     private readonly runner: JobRunner,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
-  ) {}
+    private readonly events: JobEvents,
+    private readonly monitor: JobsWorkerMonitor,
+  ) {
+    this.events$ = events.events$;
+  }
 
   /**
    * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored.
@@ -45,6 +61,7 @@ export class JobsService {
     const doc = this.buildDocument(name, payload, options);
     const stored = doc.dedupeKey === undefined ? await this.repository.insert(doc) : await this.insertDeduped(doc);
     this.runner.notifyEnqueued();
+    this.emitEnqueued(stored);
     return toJobRecord<TPayload>(stored);
   }
 
@@ -63,6 +80,7 @@ export class JobsService {
       results[index] = holder ?? (await this.insertDeduped(docs[index]));
     }
     this.runner.notifyEnqueued();
+    for (const doc of results) this.emitEnqueued(doc);
     return results.map((doc) => toJobRecord<TPayload>(doc));
   }
 
@@ -82,7 +100,9 @@ export class JobsService {
     const jobId = requireJobId(id);
     const cancelled = await this.repository.cancel(jobId, now());
     if (!cancelled) return this.findById(id);
-    this.runner.abortLocal(jobId.toHexString(), new JobCancelledError(jobId.toHexString()));
+    const hex = jobId.toHexString();
+    this.runner.abortLocal(hex, new JobCancelledError(hex));
+    this.events.emit('cancelled', { jobId: hex, name: cancelled.name, attempt: cancelled.attemptCount });
     return toJobRecord(cancelled);
   }
 
@@ -108,6 +128,15 @@ export class JobsService {
   }
 
   /**
+   * Liveness of this process: `up` when the database answers a ping within `timeoutMs` and, for a worker, the poll
+   * loop finished an iteration within 3 × `pollIntervalMs`. What `JobsHealthIndicator` reports, for apps without
+   * `@nestjs/terminus`.
+   */
+  workerStatus(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
+    return this.monitor.status(options);
+  }
+
+  /**
    * Claims exactly this job, runs it in this process (regardless of `worker`), and returns the row it ended in.
    * A job that is running elsewhere, not yet due, or already finished is a conflict; nothing runs.
    */
@@ -126,6 +155,10 @@ export class JobsService {
     if (!doc) return { kind: 'not_found' };
     const reason = doc.status === 'running' ? 'locked' : doc.status === 'pending' ? 'not_due' : 'terminal';
     return { kind: 'conflict', reason, job: toJobRecord(doc) };
+  }
+
+  private emitEnqueued(doc: JobDocument): void {
+    this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
   }
 
   private buildDocument(name: unknown, payload: unknown, options: EnqueueOptions): NewJobDocument {

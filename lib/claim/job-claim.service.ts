@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Types } from 'mongoose';
+import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import type { JobDocument } from '../persistence/job.schema';
@@ -22,6 +23,7 @@ export class JobClaimService {
   constructor(
     private readonly repository: JobsRepository,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+    private readonly events: JobEvents,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
   }
@@ -41,7 +43,10 @@ export class JobClaimService {
         return due && { doc: due, lockId };
       }
       if (reclaimed.attemptCount < reclaimed.maxAttempts) return { doc: reclaimed, lockId };
-      await this.repository.deadLetter(reclaimed._id, lockId, at);
+      if (await this.repository.deadLetter(reclaimed._id, lockId, at)) {
+        const about = { jobId: reclaimed._id.toHexString(), name: reclaimed.name, attempt: reclaimed.attemptCount };
+        this.events.emit('dead', about, reclaimed.lastError ?? 'Lease expired');
+      }
       this.logger.warn(
         `Job ${reclaimed._id.toHexString()} (${reclaimed.name}) dead-lettered: its lease expired on the last of ${reclaimed.maxAttempts} attempts`,
       );

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { ClaimedJob } from '../claim/job-claim.service';
 import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
+import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { backoffDelayMs } from '../utils/backoff';
@@ -13,15 +14,22 @@ import type { ExecutionOutcome, JobExecution } from './job-execution';
 export class JobFinalizer {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
 
-  constructor(private readonly repository: JobsRepository) {}
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly events: JobEvents,
+  ) {}
 
   async finalize(execution: JobExecution, outcome: ExecutionOutcome): Promise<void> {
     const { doc, lockId } = execution.claim;
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
+    const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
     switch (outcome.kind) {
-      case 'succeeded':
-        return this.report(label, 'completed', await this.repository.complete(doc._id, lockId, at));
+      case 'succeeded': {
+        const written = await this.repository.complete(doc._id, lockId, at);
+        if (written) this.events.emit('completed', about);
+        return this.report(label, 'completed', written);
+      }
       case 'failed': {
         const { message, errorClass } = errorInfo(outcome.error);
         const attempt = { at, error: message, errorClass };
@@ -30,6 +38,7 @@ export class JobFinalizer {
         const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
         const next = exhausted ? ({ status: 'dead' } as const) : ({ status: 'pending', runAt } as const);
         const written = await this.repository.recordFailure(doc._id, lockId, attempt, next);
+        if (written) this.events.emit(exhausted ? 'dead' : 'retrying', about, message);
         this.logger.warn(
           `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
         );
@@ -51,7 +60,13 @@ export class JobFinalizer {
     const { doc, lockId } = claim;
     const reason = `No @JobHandler is registered for job "${doc.name}" in worker ${lockId.split('#')[0]}`;
     this.logger.warn(`Job ${doc._id.toHexString()}: ${reason}; marked failed`);
-    await this.repository.markFailed(doc._id, lockId, reason, now());
+    if (await this.repository.markFailed(doc._id, lockId, reason, now())) {
+      this.events.emit(
+        'failed',
+        { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount + 1 },
+        reason,
+      );
+    }
   }
 
   /** A claim made as shutdown began, before anything ran: back to `pending`, nothing counted. */

@@ -8,9 +8,11 @@ import {
 import { type ClaimedJob, JobClaimService } from '../claim/job-claim.service';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
+import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
+import { now } from '../utils/clock';
 import { JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { Wakeup } from './wakeup';
@@ -34,6 +36,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
+  private lastPollAt: Date | null = null;
+  private lastError: string | null = null;
 
   constructor(
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -41,6 +45,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly claims: JobClaimService,
     private readonly heartbeat: LeaseHeartbeat,
     private readonly finalizer: JobFinalizer,
+    private readonly events: JobEvents,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -68,9 +73,14 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     return entry !== undefined;
   }
 
-  /** Number of executions in this process right now. */
-  get runningCount(): number {
-    return this.running.size;
+  /** Poll-loop facts for health checks. `polling` is false before bootstrap, after shutdown, or with `worker: false`. */
+  pollState(): { polling: boolean; running: number; lastPollAt: Date | null; lastError: string | null } {
+    return {
+      polling: this.loop !== undefined && !this.stopping,
+      running: this.running.size,
+      lastPollAt: this.lastPollAt,
+      lastError: this.lastError,
+    };
   }
 
   /** Runs a claimed job to its end in this process and writes its result (poll loop and `runNow`). */
@@ -81,8 +91,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       return this.finalizer.failUnhandled(claim).catch((error) => this.logError(`Marking job ${jobId} failed`, error));
     }
     const execution = new JobExecution(claim, handler);
-    const lease = this.heartbeat.open(claim, handler, { onStale: (error) => execution.abort(error) });
+    const about = { jobId, name: claim.doc.name, attempt: execution.context.attempt };
+    const lease = this.heartbeat.open(claim, handler, {
+      onStale: (error) => {
+        this.events.emit('stale', about, error.message);
+        execution.abort(error);
+      },
+      onRenewed: () => this.events.emit('renewed', about),
+    });
     this.adjustRunning(claim.doc.name, +1);
+    this.events.emit('started', about);
     const done = execution
       .run(lease)
       .then((outcome) => this.finalizer.finalize(execution, outcome))
@@ -99,6 +117,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async pollLoop(): Promise<void> {
     while (!this.stopping) {
       if (this.running.size >= this.options.concurrency) {
+        this.lastPollAt = now(); // all slots busy is "on schedule" too
         await this.wakeup.sleep(this.options.pollIntervalMs);
         continue;
       }
@@ -106,10 +125,12 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       try {
         claim = await this.claims.claimNext(this.saturatedNames());
       } catch (error) {
+        this.lastPollAt = now();
         this.logError('Claiming a job', error);
         await this.wakeup.sleep(this.options.pollIntervalMs);
         continue;
       }
+      this.lastPollAt = now();
       if (!claim) {
         await this.wakeup.sleep(this.options.pollIntervalMs);
       } else if (this.stopping) {
@@ -155,6 +176,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   private logError(what: string, error: unknown): void {
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    this.lastError = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
     this.logger.error(`${what} failed: ${detail}`);
   }
 }

@@ -197,6 +197,13 @@ export class JobsRepository implements OnModuleInit {
     return new Map(rows.map((row) => [row._id, row.count]));
   }
 
+  /** Round trip to the server (health checks). */
+  async ping(): Promise<void> {
+    const db = this.model.db.db;
+    if (!db) throw new Error('The MongoDB connection is not open');
+    await db.command({ ping: 1 });
+  }
+
   private async updateOwned(
     id: Types.ObjectId,
     lockId: string,

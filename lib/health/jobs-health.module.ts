@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { JobsHealthIndicator } from './jobs.health-indicator';
+
+/** Provides `JobsHealthIndicator` (and terminus' `HealthCheckService`) next to a `JobsModule` import. */
+@Module({
+  imports: [TerminusModule],
+  providers: [JobsHealthIndicator],
+  exports: [JobsHealthIndicator, TerminusModule],
+})
+export class JobsHealthModule {}

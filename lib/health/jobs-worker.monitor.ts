@@ -1,0 +1,69 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobRunner } from '../execution/job-runner.service';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
+import { JobsRepository } from '../persistence/jobs.repository';
+import { now } from '../utils/clock';
+import type { JobsWorkerStatus } from './jobs-worker-status';
+
+/** How long a health check waits for the database's ping. */
+const DEFAULT_PING_TIMEOUT_MS = 1000;
+/** A worker whose poll loop has not finished an iteration for this many poll intervals is stalled. */
+const STALLED_AFTER_POLL_INTERVALS = 3;
+
+/** Computes this process's liveness: the database's ping plus, for a worker, the poll loop's schedule. */
+@Injectable()
+export class JobsWorkerMonitor {
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly runner: JobRunner,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
+
+  async status(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
+    const databaseError = await pingWithin(this.repository.ping(), options.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS);
+    const poll = this.runner.pollState();
+    const status: JobsWorkerStatus = {
+      status: 'up',
+      worker: this.options.worker,
+      workerId: this.options.workerId,
+      running: poll.running,
+      concurrency: this.options.concurrency,
+      lastPollAt: poll.lastPollAt,
+      lastError: poll.lastError,
+      database: databaseError === undefined ? 'up' : 'down',
+    };
+    const reason =
+      databaseError === undefined ? this.pollProblem(poll) : `Database did not answer a ping: ${databaseError}`;
+    if (reason) {
+      status.status = 'down';
+      status.reason = reason;
+    }
+    return status;
+  }
+
+  private pollProblem(poll: ReturnType<JobRunner['pollState']>): string | undefined {
+    if (!this.options.worker) return undefined; // a producer-only process: the database is all there is
+    if (!poll.polling) return 'The poll loop is not running (not started yet, or shut down)';
+    const stalledAfter = STALLED_AFTER_POLL_INTERVALS * this.options.pollIntervalMs;
+    const sinceLastPoll = poll.lastPollAt ? now().getTime() - poll.lastPollAt.getTime() : Number.POSITIVE_INFINITY;
+    return sinceLastPoll > stalledAfter ? `The poll loop has not finished a poll within ${stalledAfter} ms` : undefined;
+  }
+}
+
+/** Resolves the error message if the ping failed or took longer than `timeoutMs`, else undefined. */
+async function pingWithin(ping: Promise<void>, timeoutMs: number): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
+  });
+  const answered = ping.then(
+    () => undefined,
+    (error: unknown) => (error instanceof Error ? error.message : String(error)),
+  );
+  try {
+    return await Promise.race([answered, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
