@@ -6,6 +6,7 @@ import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobsExplorer } from './discovery/jobs.explorer';
 import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor';
+import { JobDocumentFactory } from './enqueue/job-document.factory';
 import { JobEvents } from './events/job-events';
 import { JobFinalizer } from './execution/job-finalizer.service';
 import { JobRunner } from './execution/job-runner.service';
@@ -23,6 +24,7 @@ import { resolveJobsOptions } from './jobs-options.resolver';
 import { LeaseHeartbeat } from './lease/lease-heartbeat.service';
 import { createJobSchema, type JobDocument } from './persistence/job.schema';
 import { JobsRepository } from './persistence/jobs.repository';
+import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -73,6 +75,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsRepository,
     JobEvents,
     JobHandlerRegistry,
+    JobDocumentFactory,
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,
@@ -80,6 +83,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobFinalizer,
     JobRunner,
     JobsWorkerMonitor,
+    JobsCronScheduler,
     JobsService,
   ];
   return {

@@ -1,27 +1,22 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
 import { JobClaimService } from './claim/job-claim.service';
-import { JobHandlerRegistry } from './discovery/job-handler.registry';
+import { JobDocumentFactory } from './enqueue/job-document.factory';
 import { InvalidJobIdError } from './errors/invalid-job-id.error';
 import { InvalidOptionError } from './errors/invalid-option.error';
 import { JobCancelledError } from './errors/job-cancelled.error';
-import { UnknownJobError } from './errors/unknown-job.error';
 import type { JobEvent } from './events/job-event';
 import { JobEvents } from './events/job-events';
 import { JobRunner } from './execution/job-runner.service';
 import { JobsWorkerMonitor } from './health/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './health/jobs-worker-status';
-import { JOBS_RESOLVED_OPTIONS, MAX_JOB_NAME_LENGTH } from './jobs.constants';
-import type { ResolvedJobsOptions } from './jobs.options';
 import type { EnqueueItem, EnqueueOptions, RunNowOutcome } from './jobs.types';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository, type NewJobDocument } from './persistence/jobs.repository';
-import { addMs, now } from './utils/clock';
+import { now } from './utils/clock';
 import { parseJobId } from './utils/job-id';
-import { assertStorablePayload } from './utils/payload-validator';
-import { finiteNumber, nonEmptyString, nonNegativeFinite, positiveInteger } from './utils/validate';
 
 /** Races on a freed dedupe key are retried this many times before giving up. */
 const DEDUPE_INSERT_TRIES = 5;
@@ -38,12 +33,11 @@ export class JobsService {
 
   constructor(
     private readonly repository: JobsRepository,
-    private readonly registry: JobHandlerRegistry,
     private readonly claims: JobClaimService,
     private readonly runner: JobRunner,
-    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly events: JobEvents,
     private readonly monitor: JobsWorkerMonitor,
+    private readonly documents: JobDocumentFactory,
   ) {
     this.events$ = events.events$;
   }
@@ -58,7 +52,7 @@ export class JobsService {
     payload?: TPayload,
     options: EnqueueOptions = {},
   ): Promise<JobRecord<TPayload>> {
-    const doc = this.buildDocument(name, payload, options);
+    const doc = this.documents.build(name, payload, options);
     const stored = doc.dedupeKey === undefined ? await this.repository.insert(doc) : await this.insertDeduped(doc);
     this.runner.notifyEnqueued();
     this.emitEnqueued(stored);
@@ -71,7 +65,7 @@ export class JobsService {
    */
   async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<JobRecord<TPayload>[]> {
     if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
-    const docs = items.map((item) => this.buildDocument(item?.name, item?.payload, item?.options ?? {}));
+    const docs = items.map((item) => this.documents.build(item?.name, item?.payload, item?.options ?? {}));
     if (docs.length === 0) return [];
     const { ids, duplicateIndexes } = await this.repository.insertMany(docs);
     const results: JobDocument[] = docs.map((doc, index) => ({ ...doc, _id: ids.get(index) }) as JobDocument);
@@ -161,37 +155,6 @@ export class JobsService {
     this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
   }
 
-  private buildDocument(name: unknown, payload: unknown, options: EnqueueOptions): NewJobDocument {
-    const jobName = nonEmptyString('name', name, MAX_JOB_NAME_LENGTH);
-    if (options === null || typeof options !== 'object')
-      throw new InvalidOptionError('options', options, 'must be an object');
-    const strict = options.strict ?? true;
-    const handler = this.registry.get(jobName);
-    if (strict && !handler && this.registry.size > 0) throw new UnknownJobError(jobName, this.registry.names());
-    assertStorablePayload(payload);
-    const at = now();
-    const runAt = resolveRunAt(options, at);
-    const dedupeKey = options.dedupeKey === undefined ? undefined : nonEmptyString('dedupeKey', options.dedupeKey);
-    const doc: NewJobDocument = {
-      name: jobName,
-      payload: payload ?? null,
-      status: 'pending',
-      runAt,
-      priority: options.priority === undefined ? 0 : finiteNumber('priority', options.priority),
-      attemptCount: 0,
-      maxAttempts: positiveInteger(
-        'maxAttempts',
-        options.maxAttempts ?? handler?.maxAttempts ?? this.options.maxAttempts,
-      ),
-      attempts: [],
-      fencingToken: 0,
-      createdAt: at,
-      updatedAt: at,
-    };
-    if (dedupeKey !== undefined) doc.dedupeKey = dedupeKey;
-    return doc;
-  }
-
   /** Inserts, or returns the pending/running holder of the same dedupe key. */
   private async insertDeduped(doc: NewJobDocument): Promise<JobDocument> {
     for (let tries = 0; tries < DEDUPE_INSERT_TRIES; tries += 1) {
@@ -212,17 +175,4 @@ function requireJobId(id: unknown): Types.ObjectId {
   const parsed = parseJobId(id);
   if (!parsed) throw new InvalidJobIdError(id);
   return parsed;
-}
-
-function resolveRunAt(options: EnqueueOptions, at: Date): Date {
-  if (options.runAt !== undefined && options.delayMs !== undefined) {
-    throw new InvalidOptionError('runAt', options.runAt, 'cannot be combined with delayMs');
-  }
-  if (options.runAt !== undefined) {
-    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
-      throw new InvalidOptionError('runAt', options.runAt, 'must be a valid Date');
-    }
-    return options.runAt;
-  }
-  return options.delayMs === undefined ? at : addMs(at, nonNegativeFinite('delayMs', options.delayMs));
 }

@@ -12,6 +12,13 @@ export interface JobHandlerOptions {
   leaseMs?: number;
   /** Abort the handler's signal and fail the attempt after this long. @default no timeout */
   timeoutMs?: number;
+  /**
+   * Run on a schedule (cron syntax, 5 fields or 6 with seconds). Every instance schedules it, and exactly one job
+   * per tick is enqueued however many instances run; its payload is `{ scheduledFor: '<tick ISO>' }`.
+   */
+  cron?: string;
+  /** IANA time zone the cron expression is read in. @default UTC */
+  timeZone?: string;
 }
 
 /** What the decorator stores. */

@@ -1,4 +1,6 @@
-import type { JobHandlerMetadata } from '../decorators/job-handler.options';
+import { CronTime } from 'cron';
+import { IANAZone } from 'luxon';
+import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-handler.options';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
@@ -37,6 +39,31 @@ export function resolveJobHandler(
     // A shorter lease than the module's keeps the module's ratio; the module's interval otherwise.
     heartbeatIntervalMs: options.leaseMs === undefined ? moduleOptions.heartbeatIntervalMs : leaseMs / 3,
     timeoutMs: options.timeoutMs === undefined ? undefined : positiveFinite(option('timeoutMs'), options.timeoutMs),
+    schedule: resolveSchedule(options, option),
     declared: options,
   };
+}
+
+function resolveSchedule(
+  options: JobHandlerOptions,
+  option: (key: string) => string,
+): RegisteredJobHandler['schedule'] {
+  if (options.cron === undefined) {
+    if (options.timeZone !== undefined)
+      throw new InvalidOptionError(option('timeZone'), options.timeZone, 'needs a cron');
+    return undefined;
+  }
+  const timeZone = options.timeZone ?? 'UTC';
+  if (typeof timeZone !== 'string' || !IANAZone.isValidZone(timeZone)) {
+    throw new InvalidOptionError(option('timeZone'), timeZone, 'must be an IANA time zone such as "Europe/Berlin"');
+  }
+  const cron = options.cron;
+  try {
+    if (typeof cron !== 'string') throw new Error('not a string');
+    new CronTime(cron, timeZone);
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new InvalidOptionError(option('cron'), cron, `must be a valid cron expression (${why})`);
+  }
+  return { cron, timeZone };
 }

@@ -18,6 +18,8 @@ export interface RegisteredJobHandler {
   leaseMs: number;
   heartbeatIntervalMs: number;
   timeoutMs: number | undefined;
+  /** Schedule, when `cron` was given. */
+  schedule: { cron: string; timeZone: string } | undefined;
   /** As written on the decorator. */
   declared: JobHandlerOptions;
 }
@@ -35,6 +37,10 @@ export class JobHandlerRegistry {
 
   get(name: string): RegisteredJobHandler | undefined {
     return this.handlers.get(name);
+  }
+
+  all(): RegisteredJobHandler[] {
+    return [...this.handlers.values()];
   }
 
   names(): string[] {

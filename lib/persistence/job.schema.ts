@@ -17,6 +17,8 @@ export interface JobDocument {
   lockedUntil?: Date;
   fencingToken: number;
   dedupeKey?: string;
+  /** `cron:<name>:<tick ISO>` of a scheduled job; unlike dedupeKey never released, so a tick runs once. */
+  scheduleKey?: string;
   createdAt: Date;
   updatedAt: Date;
   startedAt?: Date;
@@ -40,6 +42,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       lockedUntil: Date,
       fencingToken: { type: Number, default: 0 },
       dedupeKey: String,
+      scheduleKey: String,
       createdAt: Date,
       updatedAt: Date,
       startedAt: Date,
@@ -53,6 +56,8 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   schema.index({ status: 1, lockedUntil: 1 }, { name: 'reclaim' });
   // One pending/running job per dedupe key; the key is unset when the job leaves those states.
   schema.index({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+  // One job per schedule tick, forever: the key is never unset.
+  schema.index({ scheduleKey: 1 }, { name: 'schedule', unique: true, sparse: true });
   return schema;
 }
 

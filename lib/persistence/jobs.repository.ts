@@ -32,6 +32,16 @@ export class JobsRepository implements OnModuleInit {
     return { ...doc, _id: insertedId } as JobDocument;
   }
 
+  /** Inserts a scheduled tick's job; null when that tick's job already exists (another instance was first). */
+  async insertScheduled(doc: NewJobDocument & { scheduleKey: string }): Promise<JobDocument | null> {
+    try {
+      return await this.insert(doc);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 11000) return null;
+      throw error;
+    }
+  }
+
   /** Inserts in one bulk write; with `ordered: false` the non-duplicate documents land even when some keys clash. */
   async insertMany(docs: NewJobDocument[]): Promise<{ ids: Map<number, Types.ObjectId>; duplicateIndexes: number[] }> {
     const ids = new Map<number, Types.ObjectId>();

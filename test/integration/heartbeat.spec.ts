@@ -41,6 +41,20 @@ class LeaseHandlers {
     });
   }
 
+  /** Ignores its signal entirely and returns late. */
+  @JobHandler('deaf')
+  async deaf(payload: { ms: number }, ctx: JobExecutionContext) {
+    const call: (typeof calls)[number] = {
+      jobId: ctx.jobId,
+      worker: ctx.lockId,
+      fencingToken: ctx.fencingToken,
+      start: Date.now(),
+    };
+    calls.push(call);
+    await sleep(payload.ms);
+    call.end = Date.now();
+  }
+
   /** Bursts of extendLockTime while working. */
   @JobHandler('extends')
   async extends(_payload: unknown, ctx: JobExecutionContext) {
@@ -98,11 +112,26 @@ describe('lease heartbeat against the database', () => {
     await app.connection.collection('jobs').updateOne({ _id: new Types.ObjectId(job.id) }, { $set: thief });
     await waitFor(() => lostSignal !== undefined, 'the abort', 2_000);
     expect(lostSignal?.reason).toBeInstanceOf(LeaseLostError);
-    expect((lostSignal?.reason as LeaseLostError).reason).toBe('taken-over');
+    expect((lostSignal?.reason as LeaseLostError | undefined)?.reason).toBe('taken-over');
     expect(lostSignal?.wasStale).toBe(true);
     expect((lostSignal?.at ?? Number.POSITIVE_INFINITY) - takenAt).toBeLessThan(200 + 150);
     await sleep(100); // give a (wrong) finalize the chance to land
     expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'running', ...thief, attemptCount: 0 });
+  });
+
+  it('frees the slot at once when the lease is lost, even if the handler ignores its signal, and ignores its late return', async () => {
+    const app = await start(uniqueDatabaseName('hb_deaf'), 'a', { leaseMs: 600, concurrency: 1 });
+    const deaf = await app.jobs.enqueue('deaf', { ms: 1500 });
+    await waitFor(() => calls.length === 1, 'the deaf handler to start');
+    const thief = { lockedBy: 'thief#1.x', lockedUntil: new Date(Date.now() + 60_000) };
+    await app.connection.collection('jobs').updateOne({ _id: new Types.ObjectId(deaf.id) }, { $set: thief });
+    // With one slot, this job can only run once the deaf execution's slot is freed.
+    const next = await app.jobs.enqueue('long', { ms: 0 });
+    await waitFor(async () => (await app.jobs.findById(next.id))?.status === 'completed', 'the next job', 2_000);
+    expect(calls[0].end).toBeUndefined(); // the deaf handler is still sleeping
+    await waitFor(() => calls[0].end !== undefined, 'the deaf handler to return', 3_000);
+    await sleep(50);
+    expect(await app.jobs.findById(deaf.id)).toMatchObject({ status: 'running', ...thief });
   });
 
   it('coalesces a burst of extendLockTime calls and moves the deadline', async () => {

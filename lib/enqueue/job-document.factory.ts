@@ -1,0 +1,64 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry';
+import { InvalidOptionError } from '../errors/invalid-option.error';
+import { UnknownJobError } from '../errors/unknown-job.error';
+import { JOBS_RESOLVED_OPTIONS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
+import type { EnqueueOptions } from '../jobs.types';
+import type { NewJobDocument } from '../persistence/jobs.repository';
+import { addMs, now } from '../utils/clock';
+import { assertStorablePayload } from '../utils/payload-validator';
+import { finiteNumber, nonEmptyString, nonNegativeFinite, positiveInteger } from '../utils/validate';
+
+/** Validates an enqueue request and builds the document to insert; throws before anything is written. */
+@Injectable()
+export class JobDocumentFactory {
+  constructor(
+    private readonly registry: JobHandlerRegistry,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
+
+  build(name: unknown, payload: unknown, options: EnqueueOptions): NewJobDocument {
+    const jobName = nonEmptyString('name', name, MAX_JOB_NAME_LENGTH);
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionError('options', options, 'must be an object');
+    }
+    const handler = this.registry.get(jobName);
+    if ((options.strict ?? true) && !handler && this.registry.size > 0) {
+      throw new UnknownJobError(jobName, this.registry.names());
+    }
+    assertStorablePayload(payload);
+    const at = now();
+    const doc: NewJobDocument = {
+      name: jobName,
+      payload: payload ?? null,
+      status: 'pending',
+      runAt: resolveRunAt(options, at),
+      priority: options.priority === undefined ? 0 : finiteNumber('priority', options.priority),
+      attemptCount: 0,
+      maxAttempts: positiveInteger(
+        'maxAttempts',
+        options.maxAttempts ?? handler?.maxAttempts ?? this.options.maxAttempts,
+      ),
+      attempts: [],
+      fencingToken: 0,
+      createdAt: at,
+      updatedAt: at,
+    };
+    if (options.dedupeKey !== undefined) doc.dedupeKey = nonEmptyString('dedupeKey', options.dedupeKey);
+    return doc;
+  }
+}
+
+function resolveRunAt(options: EnqueueOptions, at: Date): Date {
+  if (options.runAt !== undefined && options.delayMs !== undefined) {
+    throw new InvalidOptionError('runAt', options.runAt, 'cannot be combined with delayMs');
+  }
+  if (options.runAt !== undefined) {
+    if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
+      throw new InvalidOptionError('runAt', options.runAt, 'must be a valid Date');
+    }
+    return options.runAt;
+  }
+  return options.delayMs === undefined ? at : addMs(at, nonNegativeFinite('delayMs', options.delayMs));
+}

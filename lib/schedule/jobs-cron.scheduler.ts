@@ -1,0 +1,111 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  Optional,
+} from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob, CronTime } from 'cron';
+import { DateTime } from 'luxon';
+import { JobHandlerRegistry, type RegisteredJobHandler } from '../discovery/job-handler.registry';
+import { JobDocumentFactory } from '../enqueue/job-document.factory';
+import { InvalidOptionError } from '../errors/invalid-option.error';
+import { JobEvents } from '../events/job-events';
+import { JobRunner } from '../execution/job-runner.service';
+import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
+import { JobsRepository } from '../persistence/jobs.repository';
+import { now } from '../utils/clock';
+import { nextTick, tickFor } from './schedule-tick';
+
+/**
+ * Registers a `@nestjs/schedule` cron job per `@JobHandler({ cron })`. On every tick, every instance tries to
+ * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released), so exactly one job
+ * exists per tick, however many instances run and however late one of them fires.
+ */
+@Injectable()
+export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+  private readonly names: string[] = [];
+
+  constructor(
+    private readonly handlers: JobHandlerRegistry,
+    // Provided by the app's ScheduleModule.forRoot(). We do not import it ourselves: a second forRoot() would
+    // start a second orchestrator and run the app's own @Cron methods twice.
+    @Optional() @Inject(SchedulerRegistry) private readonly schedulerRegistry: SchedulerRegistry | null,
+    private readonly repository: JobsRepository,
+    private readonly documents: JobDocumentFactory,
+    private readonly runner: JobRunner,
+    private readonly events: JobEvents,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    const scheduled = this.handlers.all().filter((handler) => handler.schedule);
+    if (scheduled.length === 0) return;
+    const registry = this.schedulerRegistry;
+    if (!registry) {
+      const handler = scheduled[0];
+      throw new InvalidOptionError(
+        `@JobHandler('${handler.name}').cron on ${handler.site}`,
+        handler.schedule?.cron,
+        'needs ScheduleModule.forRoot() from @nestjs/schedule in the application imports',
+      );
+    }
+    for (const handler of scheduled) {
+      if (handler.schedule) this.start(registry, handler, handler.schedule);
+    }
+  }
+
+  /** Stops scheduling before the worker drains, so shutdown enqueues nothing new. */
+  beforeApplicationShutdown(): void {
+    const registry = this.schedulerRegistry;
+    for (const name of this.names.splice(0)) {
+      if (registry?.doesExist('cron', name)) registry.deleteCronJob(name);
+    }
+  }
+
+  /**
+   * Enqueues the job of one tick unless it exists already. Resolves true when this call created it.
+   * Public so a late or repeated tick can be replayed (tests, catch-up tooling).
+   */
+  async enqueueTick(handler: RegisteredJobHandler, tick: Date): Promise<boolean> {
+    const scheduledFor = DateTime.fromJSDate(tick, { zone: 'utc' }).toISO() ?? tick.toISOString();
+    const doc = {
+      ...this.documents.build(handler.name, { scheduledFor }, { runAt: tick }),
+      scheduleKey: `cron:${handler.name}:${scheduledFor}`,
+    };
+    const stored = await this.repository.insertScheduled(doc);
+    if (!stored) return false;
+    this.runner.notifyEnqueued();
+    this.events.emit('enqueued', { jobId: stored._id.toHexString(), name: stored.name, attempt: 0 });
+    return true;
+  }
+
+  private start(
+    registry: SchedulerRegistry,
+    handler: RegisteredJobHandler,
+    schedule: { cron: string; timeZone: string },
+  ): void {
+    const cronTime = new CronTime(schedule.cron, schedule.timeZone);
+    let expected = nextTick(cronTime, now());
+    const job = CronJob.from({
+      cronTime: schedule.cron,
+      timeZone: schedule.timeZone,
+      start: false,
+      onTick: () => {
+        const tick = tickFor(cronTime, expected, now());
+        expected = nextTick(cronTime, tick);
+        this.enqueueTick(handler, tick).catch((error: unknown) => {
+          const why = error instanceof Error ? error.message : String(error);
+          this.logger.error(`Enqueueing ${handler.name} for ${tick.toISOString()} failed: ${why}`);
+        });
+      },
+    });
+    const name = `nestjs-mongo-jobs:${handler.name}`;
+    registry.addCronJob(name, job);
+    this.names.push(name);
+    job.start();
+    this.logger.log(`Scheduled ${handler.name} (${schedule.cron}, ${schedule.timeZone})`);
+  }
+}

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Controller, Get, Injectable } from '@nestjs/common';
+import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
+import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
+import { JobsHealthIndicator, JobsHealthModule } from '../../lib/health';
+import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { uniqueDatabaseName } from '../support/test-database';
+
+const attempts = new Map<string, number>();
+
+@Injectable()
+class EventHandlers {
+  @JobHandler('flaky-once', { backoff: { baseMs: 10, maxMs: 10 } })
+  flaky(_payload: unknown, ctx: JobExecutionContext) {
+    attempts.set(ctx.jobId, ctx.attempt);
+    if (ctx.attempt === 1) throw new Error('first attempt fails');
+  }
+}
+
+@Controller('health')
+class HealthController {
+  constructor(
+    private readonly health: HealthCheckService,
+    private readonly jobs: JobsHealthIndicator,
+  ) {}
+
+  @Get()
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.jobs.isHealthy('jobs')]);
+  }
+}
+
+describe('events and health', () => {
+  let app: JobsTestApp;
+
+  beforeAll(async () => {
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('events_health'),
+      options: { pollIntervalMs: 50, workerId: 'w-health' },
+      providers: [EventHandlers, HealthController],
+      imports: [{ module: JobsHealthModule }],
+    });
+  });
+  afterAll(() => app.close());
+
+  it('emits enqueued → started → retrying → started → completed, in order, without payloads', async () => {
+    const events: JobEvent[] = [];
+    const subscription = app.jobs.events$.subscribe((event) => events.push(event));
+    const job = await app.jobs.enqueue('flaky-once', { secret: 'do-not-leak' });
+    await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completion event');
+    subscription.unsubscribe();
+    const mine = events.filter((e) => e.jobId === job.id);
+    expect(mine.map((e) => [e.type, e.attempt])).toEqual([
+      ['enqueued', 0],
+      ['started', 1],
+      ['retrying', 1],
+      ['started', 2],
+      ['completed', 2],
+    ]);
+    expect(mine[2].error).toBe('first attempt fails');
+    expect(mine.every((e) => e.name === 'flaky-once' && e.at instanceof Date)).toBe(true);
+    expect(JSON.stringify(mine)).not.toContain('do-not-leak');
+  });
+
+  it('reports up while the poll loop polls, with worker facts', async () => {
+    const status = await app.jobs.workerStatus();
+    expect(status).toMatchObject({ status: 'up', database: 'up', worker: true, workerId: 'w-health', concurrency: 4 });
+    expect(status.lastPollAt).toBeInstanceOf(Date);
+    const result = await app.get(HealthController).check();
+    expect(result).toMatchObject({
+      status: 'ok',
+      info: { jobs: { status: 'up', workerId: 'w-health', database: 'up' } },
+    });
+  });
+
+  it('reports down while the poll loop is stalled, and up again once it moves', async () => {
+    const stall = deferred();
+    const claimDue = app.repository.claimDue.bind(app.repository);
+    let stalled = false;
+    app.repository.claimDue = async (...args) => {
+      if (!stalled) {
+        stalled = true;
+        await stall.promise; // a poll that never finishes, as with a blocked loop
+      }
+      return claimDue(...args);
+    };
+    await waitFor(() => stalled, 'the loop to stall');
+    await waitFor(async () => (await app.jobs.workerStatus()).status === 'down', 'status down', 2_000);
+    const down = await app.jobs.workerStatus();
+    expect(down.reason).toContain('has not finished a poll within 150 ms');
+    await expect(app.get(HealthController).check()).rejects.toMatchObject({ status: 503 });
+    stall.resolve();
+    app.repository.claimDue = claimDue;
+    await waitFor(async () => (await app.jobs.workerStatus()).status === 'up', 'status up again', 2_000);
+  });
+});
+
+describe('health of a producer-only process', () => {
+  it('reports the database only', async () => {
+    const app = await createJobsTestApp({ dbName: uniqueDatabaseName('producer_health'), options: { worker: false } });
+    const status = await app.jobs.workerStatus();
+    expect(status).toMatchObject({ status: 'up', worker: false, database: 'up', lastPollAt: null });
+    await app.close();
+    const closed = await app.jobs.workerStatus({ timeoutMs: 200 });
+    expect(closed).toMatchObject({ status: 'down', database: 'down' });
+  });
+});

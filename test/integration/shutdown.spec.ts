@@ -1,0 +1,120 @@
+import { describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { type JobExecutionContext, JobHandler, WorkerShutdownError } from '../../lib';
+import { JobRunner } from '../../lib/execution/job-runner.service';
+import { createJobsTestApp, deferred, waitFor } from '../support/jobs-app';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
+
+/** Reads a job row after its app (and connection) closed. */
+async function readJob(dbName: string) {
+  const client = await connectTestClient();
+  try {
+    return await client.db(dbName).collection('jobs').findOne({});
+  } finally {
+    await client.close();
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const seen: { jobId: string; reason?: unknown }[] = [];
+
+@Injectable()
+class ShutdownHandlers {
+  @JobHandler('cooperative')
+  async cooperative(payload: { ms: number }, ctx: JobExecutionContext) {
+    const entry: (typeof seen)[number] = { jobId: ctx.jobId };
+    seen.push(entry);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, payload.ms);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        entry.reason = ctx.signal.reason;
+        resolve();
+      });
+    });
+  }
+
+  @JobHandler('deaf')
+  async deaf(payload: { ms: number }, ctx: JobExecutionContext) {
+    seen.push({ jobId: ctx.jobId });
+    await sleep(payload.ms);
+  }
+}
+
+describe('graceful shutdown', () => {
+  const boot = (options: object) =>
+    createJobsTestApp({
+      dbName: uniqueDatabaseName('shutdown'),
+      options: { pollIntervalMs: 20, ...options },
+      providers: [ShutdownHandlers],
+    });
+
+  it('lets a handler that finishes within the grace period complete, and it never runs again', async () => {
+    const app = await boot({ shutdownGraceMs: 3_000 });
+    const job = await app.jobs.enqueue('cooperative', { ms: 300 });
+    await waitFor(() => seen.some((s) => s.jobId === job.id), 'the handler to start');
+    const dbName = app.connection.name;
+    await app.close();
+    expect(seen.find((s) => s.jobId === job.id)?.reason).toBeUndefined();
+    expect(await readJob(dbName)).toMatchObject({ status: 'completed', attemptCount: 0 });
+    // A new worker finds nothing to run.
+    const again = await createJobsTestApp({ dbName, options: { pollIntervalMs: 20 }, providers: [ShutdownHandlers] });
+    await sleep(100);
+    expect(seen.filter((s) => s.jobId === job.id)).toHaveLength(1);
+    await again.close();
+  });
+
+  it('aborts handlers still running after the grace period and releases their rows without counting an attempt', async () => {
+    const app = await boot({ shutdownGraceMs: 100 });
+    const cooperative = await app.jobs.enqueue('cooperative', { ms: 10_000 });
+    const deaf = await app.jobs.enqueue('deaf', { ms: 1_500 });
+    await waitFor(() => seen.filter((s) => [cooperative.id, deaf.id].includes(s.jobId)).length === 2, 'both handlers');
+    const dbName = app.connection.name;
+    const started = Date.now();
+    await app.close();
+    // The deaf handler is not waited for: shutdown ends shortly after the grace period.
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(seen.find((s) => s.jobId === cooperative.id)?.reason).toBeInstanceOf(WorkerShutdownError);
+    const reader = await createJobsTestApp({ dbName, options: { worker: false }, providers: [ShutdownHandlers] });
+    for (const id of [cooperative.id, deaf.id]) {
+      expect(await reader.jobs.findById(id)).toMatchObject({
+        status: 'pending',
+        lockedBy: null,
+        lockedUntil: null,
+        attemptCount: 0,
+      });
+    }
+    await reader.close();
+  });
+
+  it('is safe to call twice', async () => {
+    const app = await boot({ shutdownGraceMs: 100 });
+    const runner = app.get(JobRunner);
+    await Promise.all([runner.beforeApplicationShutdown(), runner.beforeApplicationShutdown()]);
+    await expect(app.close()).resolves.toBeUndefined();
+  });
+
+  it('releases a claim that was in flight when shutdown began instead of stranding it in running', async () => {
+    const app = await boot({ shutdownGraceMs: 100 });
+    const gate = deferred();
+    const claimDue = app.repository.claimDue.bind(app.repository);
+    let held = false;
+    app.repository.claimDue = async (...args) => {
+      if (!held) {
+        held = true;
+        await gate.promise; // the claim is issued only after shutdown has begun
+      }
+      return claimDue(...args);
+    };
+    const job = await app.jobs.enqueue('cooperative', { ms: 10 });
+    await waitFor(() => held, 'the loop to start a claim');
+    const dbName = app.connection.name;
+    const closing = app.close();
+    gate.resolve();
+    await closing;
+    expect(seen.some((s) => s.jobId === job.id)).toBe(false);
+    const row = await readJob(dbName);
+    expect(row).toMatchObject({ status: 'pending', attemptCount: 0 });
+    expect(row?.lockedBy).toBeUndefined();
+  });
+});
