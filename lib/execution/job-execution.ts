@@ -80,8 +80,9 @@ export class JobExecution {
     timer?.unref?.();
     lease.start();
     // The claim used the module's lease; a handler with a longer one asks for it straight away.
-    if (this.handler.leaseMs > lease.expiresAt.getTime() - Date.now())
-      lease.extend(this.handler.leaseMs).catch(() => undefined);
+    const { startedAt, lockedUntil } = this.claim.doc;
+    const claimedLeaseMs = (lockedUntil?.getTime() ?? 0) - (startedAt?.getTime() ?? 0);
+    if (this.handler.leaseMs > claimedLeaseMs) lease.extend(this.handler.leaseMs).catch(() => undefined);
     let outcome: ExecutionOutcome;
     try {
       const invocation = Promise.resolve().then(() => this.handler.handler(this.claim.doc.payload, this.context));

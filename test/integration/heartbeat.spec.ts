@@ -55,6 +55,13 @@ class LeaseHandlers {
     call.end = Date.now();
   }
 
+  /** Declares a longer lease than the module's. */
+  @JobHandler('long-lease', { leaseMs: 5_000 })
+  async longLease(_payload: unknown, ctx: JobExecutionContext) {
+    calls.push({ jobId: ctx.jobId, worker: ctx.lockId, fencingToken: ctx.fencingToken, start: Date.now() });
+    await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+  }
+
   /** Bursts of extendLockTime while working. */
   @JobHandler('extends')
   async extends(_payload: unknown, ctx: JobExecutionContext) {
@@ -134,8 +141,20 @@ describe('lease heartbeat against the database', () => {
     expect(await app.jobs.findById(deaf.id)).toMatchObject({ status: 'running', ...thief });
   });
 
+  it("takes a handler's longer leaseMs straight after the claim", async () => {
+    const app = await start(uniqueDatabaseName('hb_handler_lease'), 'a', { leaseMs: 500 });
+    const job = await app.jobs.enqueue('long-lease');
+    await waitFor(() => calls.length === 1, 'the handler to start');
+    await waitFor(
+      async () => ((await app.jobs.findById(job.id))?.lockedUntil?.getTime() ?? 0) >= calls[0].start + 4_500,
+      'the lease to reach the handler lease',
+      2_000,
+    );
+    await app.jobs.cancel(job.id);
+  });
+
   it('coalesces a burst of extendLockTime calls and moves the deadline', async () => {
-    const app = await start(uniqueDatabaseName('hb_extend'), 'a');
+    const app = await start(uniqueDatabaseName('hb_extend'), 'a', { leaseMs: 500 }); // extensions of ~1 s move the deadline
     const renew = app.repository.renewLease.bind(app.repository);
     let writes = 0;
     let inFlight = 0;

@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import {
+  InvalidDurationError,
+  InvalidJobIdError,
+  InvalidOptionError,
+  InvalidPayloadError,
+  type JobExecutionContext,
+  JobHandler,
+  JobsError,
+  JobTimeoutError,
+  UnknownJobError,
+} from '../../lib';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { uniqueDatabaseName } from '../support/test-database';
+
+const extendErrors: unknown[] = [];
+let renewWrites = 0;
+let lateReturns = 0;
+
+@Injectable()
+class BadInputHandlers {
+  @JobHandler('ok')
+  ok() {}
+
+  @JobHandler('bad-extends')
+  async badExtends(_payload: unknown, ctx: JobExecutionContext) {
+    for (const ms of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '100' as unknown as number]) {
+      await ctx.extendLockTime(ms).catch((error: unknown) => extendErrors.push(error));
+    }
+  }
+
+  @JobHandler('throws', { maxAttempts: 1 })
+  throws(payload: { value: 'string' | 'undefined' | 'null' }) {
+    throw { string: 'a plain string', undefined: undefined, null: null }[payload.value];
+  }
+
+  @JobHandler('never-resolves', { timeoutMs: 100, maxAttempts: 1 })
+  neverResolves() {
+    return new Promise(() => undefined);
+  }
+
+  @JobHandler('ignores-timeout', { timeoutMs: 100, maxAttempts: 1 })
+  async ignoresTimeout() {
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    lateReturns += 1;
+    return 'late success';
+  }
+}
+
+describe('bad input: typed errors, nothing written or lost', () => {
+  let app: JobsTestApp;
+  let existingId: string;
+  let snapshot: unknown[];
+
+  const rows = () => app.connection.collection('jobs').find({}).sort({ _id: 1 }).toArray();
+
+  beforeAll(async () => {
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('bad_input'),
+      options: { pollIntervalMs: 20 },
+      providers: [BadInputHandlers],
+    });
+    existingId = (await app.jobs.enqueue('ok', { keep: true }, { delayMs: 3_600_000 })).id;
+    const renew = app.repository.renewLease.bind(app.repository);
+    app.repository.renewLease = (...args) => {
+      renewWrites += 1;
+      return renew(...args);
+    };
+  });
+  afterAll(() => app.close());
+
+  beforeEach(async () => {
+    await waitFor(async () => (await app.jobs.stats()).running === 0, 'no running jobs');
+    snapshot = await rows();
+  });
+
+  const expectNothingChanged = async () => expect(await rows()).toEqual(snapshot);
+
+  describe.each([
+    ['object-shaped { $ne: null }', { $ne: null }],
+    ['object-shaped { $gt: "" }', { $gt: '' }],
+    ['malformed string', 'not-an-object-id'],
+    ['empty string', ''],
+  ])('id: %s', (_label, id) => {
+    const badId = id as unknown as string;
+
+    it.each([['findById'], ['cancel'], ['retry']] as const)('%s throws InvalidJobIdError', async (method) => {
+      await expect(app.jobs[method](badId)).rejects.toBeInstanceOf(InvalidJobIdError);
+      await expectNothingChanged();
+    });
+
+    it('runNow answers not_found', async () => {
+      expect(await app.jobs.runNow(badId)).toEqual({ kind: 'not_found' });
+      await expectNothingChanged();
+    });
+  });
+
+  it.each<[string, unknown, new (...args: never[]) => JobsError]>([
+    ['an unknown name', 'no-such-job', UnknownJobError],
+    ['an empty name', '', InvalidOptionError],
+    ['a non-string name', 42, InvalidOptionError],
+    ['a 10,000-character name', 'x'.repeat(10_000), InvalidOptionError],
+  ])('enqueue with %s throws a typed error', async (_label, name, type) => {
+    await expect(app.jobs.enqueue(name as string, {})).rejects.toBeInstanceOf(type);
+    await expectNothingChanged();
+  });
+
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+
+  it.each<[string, unknown]>([
+    ['a function', { callback: () => 1 }],
+    ['a circular reference', circular],
+    ['over 16 MB', { blob: 'x'.repeat(17 * 1024 * 1024) }],
+    ['a $-prefixed key', { $set: { status: 'completed' } }],
+    ['a dotted key', { 'status.x': 1 }],
+    ['a class instance', { when: new Map([[1, 2]]) }],
+  ])('enqueue with a payload containing %s throws InvalidPayloadError', async (_label, payload) => {
+    await expect(app.jobs.enqueue('ok', payload)).rejects.toBeInstanceOf(InvalidPayloadError);
+    await expectNothingChanged();
+  });
+
+  it.each<[string, object]>([
+    ['negative delayMs', { delayMs: -1 }],
+    ['NaN delayMs', { delayMs: Number.NaN }],
+    ['Infinity delayMs', { delayMs: Number.POSITIVE_INFINITY }],
+    ['an invalid runAt Date', { runAt: new Date('nonsense') }],
+    ['a runAt that is no Date', { runAt: '2026-01-01' }],
+    ['NaN priority', { priority: Number.NaN }],
+    ['Infinity priority', { priority: Number.NEGATIVE_INFINITY }],
+    ['maxAttempts 0', { maxAttempts: 0 }],
+    ['fractional maxAttempts', { maxAttempts: 1.5 }],
+    ['an empty dedupeKey', { dedupeKey: '' }],
+  ])('enqueue with %s throws InvalidOptionError', async (_label, options) => {
+    await expect(app.jobs.enqueue('ok', {}, options)).rejects.toBeInstanceOf(InvalidOptionError);
+    await expectNothingChanged();
+  });
+
+  it('enqueueMany stores nothing when one item is invalid', async () => {
+    const items = [
+      { name: 'ok', payload: { n: 1 } },
+      { name: 'ok', payload: { n: 2 }, options: { delayMs: -5 } },
+    ];
+    await expect(app.jobs.enqueueMany(items)).rejects.toBeInstanceOf(InvalidOptionError);
+    await expectNothingChanged();
+  });
+
+  it('extendLockTime(0 | -1 | NaN | Infinity | "100") rejects with InvalidDurationError and writes nothing', async () => {
+    const writesBefore = renewWrites;
+    const job = await app.jobs.enqueue('bad-extends');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completion');
+    expect(extendErrors).toHaveLength(5);
+    for (const error of extendErrors) expect(error).toBeInstanceOf(InvalidDurationError);
+    expect(renewWrites).toBe(writesBefore);
+  });
+
+  it.each([
+    ['string', 'a plain string'],
+    ['undefined', 'Handler threw undefined instead of an Error'],
+    ['null', 'Handler threw null instead of an Error'],
+  ])('a handler throwing %s fails the attempt with a readable message', async (value, message) => {
+    const job = await app.jobs.enqueue('throws', { value });
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'dead');
+    expect((await app.jobs.findById(job.id))?.attempts).toEqual([
+      expect.objectContaining({ error: message, errorClass: 'NonError' }),
+    ]);
+  });
+
+  it('a handler that never resolves fails its attempt at timeoutMs', async () => {
+    const job = await app.jobs.enqueue('never-resolves');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'dead');
+    expect((await app.jobs.findById(job.id))?.attempts[0].errorClass).toBe(JobTimeoutError.name);
+  });
+
+  it('a handler that ignores its abort frees the slot, and its late success is ignored', async () => {
+    const job = await app.jobs.enqueue('ignores-timeout');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'dead at the timeout');
+    expect(lateReturns).toBe(0);
+    await waitFor(() => lateReturns === 1, 'the late return');
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'dead', attemptCount: 1 });
+  });
+
+  it('left the unrelated pending job untouched through all of this', async () => {
+    expect(await app.jobs.findById(existingId)).toMatchObject({
+      status: 'pending',
+      payload: { keep: true },
+      attemptCount: 0,
+    });
+  });
+});
