@@ -13,8 +13,8 @@ async function main(): Promise<void> {
   const app = await NestFactory.create(AppModule.forUri(mongo.uri));
   // Without this Nest runs no shutdown hooks on SIGINT/SIGTERM, and running jobs would be cut off.
   app.enableShutdownHooks();
-  const port = Number(process.env.PORT ?? 3000);
-  await app.listen(port, '127.0.0.1');
+  await app.listen(Number(process.env.PORT ?? 3000), '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number }; // PORT=0 picks a free one
   const url = `http://127.0.0.1:${port}`;
   console.log(`Sample app listening on ${url}`);
   console.log(`Try: curl -s -X POST ${url}/jobs/hello -H 'content-type: application/json' -d '{"name":"Ada"}'`);

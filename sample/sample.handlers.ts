@@ -27,6 +27,12 @@ export class SampleHandlers {
     }
   }
 
+  /** Every minute, on whichever instance gets the tick first: one job per tick however many instances run. */
+  @JobHandler('minutely-report', { cron: '0 * * * * *', timeZone: 'Europe/Berlin' })
+  minutelyReport(payload: { scheduledFor: string }) {
+    this.logger.log(`minutely-report for ${payload.scheduledFor}`);
+  }
+
   /** Fails twice, then succeeds: watch attempts and backoff in GET /jobs/:id. */
   @JobHandler('flaky', { maxAttempts: 5, backoff: { baseMs: 500, maxMs: 5_000 } })
   flaky(_payload: unknown, ctx: JobExecutionContext) {
