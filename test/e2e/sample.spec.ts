@@ -18,7 +18,14 @@ describe('sample app over HTTP', () => {
   });
   afterAll(() => app.close());
 
-  const json = async (response: Response) => ({ status: response.status, body: await response.json() });
+  /** The fields these tests read from the sample's JSON answers. */
+  interface Body {
+    id: string;
+    status: string;
+    attempts: { error: string }[];
+    [key: string]: unknown;
+  }
+  const json = async (response: Response) => ({ status: response.status, body: (await response.json()) as Body });
   const post = (path: string, body: unknown) =>
     fetch(`${base}${path}`, {
       method: 'POST',
@@ -45,7 +52,7 @@ describe('sample app over HTTP', () => {
       15_000,
     );
     const { body } = await get(`/jobs/${created.body.id}`);
-    expect(body.attempts.map((a: { error: string }) => a.error)).toEqual(['flaky failure 1', 'flaky failure 2']);
+    expect(body.attempts.map((a) => a.error)).toEqual(['flaky failure 1', 'flaky failure 2']);
   });
 
   it('answers 400 with the typed error for an unknown job or a malformed id, 404 for a missing job', async () => {
