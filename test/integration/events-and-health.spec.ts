@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, Get, Injectable } from '@nestjs/common';
-import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
+import { Injectable } from '@nestjs/common';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
-import { JobsHealthIndicator, JobsHealthModule } from '../../lib/health';
+import { JobsHealthModule } from '../../lib/health';
+// The sample's controller is exactly what a user writes: test that one rather than a copy.
+import { HealthController } from '../../sample/health.controller';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 
@@ -14,20 +15,6 @@ class EventHandlers {
   flaky(_payload: unknown, ctx: JobExecutionContext) {
     attempts.set(ctx.jobId, ctx.attempt);
     if (ctx.attempt === 1) throw new Error('first attempt fails');
-  }
-}
-
-@Controller('health')
-class HealthController {
-  constructor(
-    private readonly health: HealthCheckService,
-    private readonly jobs: JobsHealthIndicator,
-  ) {}
-
-  @Get()
-  @HealthCheck()
-  check() {
-    return this.health.check([() => this.jobs.isHealthy('jobs')]);
   }
 }
 
