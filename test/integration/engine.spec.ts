@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Controller, Injectable } from '@nestjs/common';
 import {
   JobCancelledError,
   type JobExecutionContext,
@@ -221,5 +221,34 @@ describe('engine (one worker)', () => {
     expect(Object.keys(stats).sort()).toEqual(['cancelled', 'completed', 'dead', 'failed', 'pending', 'running']);
     expect(stats.completed).toBeGreaterThan(0);
     expect(stats.dead).toBeGreaterThanOrEqual(5);
+  });
+});
+
+@Controller('reports')
+class ReportsController {
+  static runs = 0;
+
+  @JobHandler('controller-job')
+  run() {
+    ReportsController.runs += 1;
+  }
+}
+
+describe('engine wiring', () => {
+  it('runs handlers declared on controllers, and a local enqueue wakes an idle loop at once', async () => {
+    // A one-minute poll interval: only the enqueue's wake-up can start this job within the wait below.
+    const app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('wiring'),
+      options: { pollIntervalMs: 60_000 },
+      controllers: [ReportsController],
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the loop has polled once and sleeps
+      const job = await app.jobs.enqueue('controller-job');
+      await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completion', 5_000);
+      expect(ReportsController.runs).toBe(1);
+    } finally {
+      await app.close();
+    }
   });
 });

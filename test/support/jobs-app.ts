@@ -22,6 +22,7 @@ export interface JobsTestAppOptions {
   /** Replaces `JobsModule.forRoot(options)`, e.g. with a forRootAsync variant. */
   jobsModule?: DynamicModule;
   providers?: Provider[];
+  controllers?: Type<unknown>[];
   imports?: DynamicModule[];
 }
 
@@ -45,6 +46,7 @@ async function bootJobsTestApp(setup: JobsTestAppOptions): Promise<JobsTestApp> 
       ...(setup.imports ?? []),
     ],
     providers: setup.providers ?? [],
+    controllers: setup.controllers ?? [],
   }).compile();
   module.useLogger(process.env.JOBS_TEST_LOGS ? ['log', 'warn', 'error'] : false);
   await module.init().catch(async (error: unknown) => {
