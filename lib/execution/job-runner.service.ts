@@ -13,9 +13,13 @@ import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
 import { now } from '../utils/clock';
+import { retryWithDelays } from '../utils/retry';
 import { JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { Wakeup } from './wakeup';
+
+/** Waits between finalize attempts; all of it stays well inside any sane lease. */
+const FINALIZE_RETRY_DELAYS_MS = [50, 250, 1000] as const;
 
 interface RunningExecution {
   execution: JobExecution;
@@ -103,7 +107,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.events.emit('started', about);
     const done = execution
       .run(lease)
-      .then((outcome) => this.finalizer.finalize(execution, outcome))
+      // A transient database error must not turn a finished job into a reclaimed (re-run, attempt-counted) one.
+      .then((outcome) => retryWithDelays(() => this.finalizer.finalize(execution, outcome), FINALIZE_RETRY_DELAYS_MS))
       .catch((error) => this.logError(`Finalizing job ${jobId}`, error))
       .finally(() => {
         this.running.delete(jobId);

@@ -38,9 +38,21 @@ describe('poll loop under injected database errors', () => {
     claimDue.mockRestore();
   });
 
-  it('keeps running after a finalize error; the unfinalized job is reclaimed when its lease runs out', async () => {
+  it('retries a finalize write that failed once: the job completes without a lost attempt', async () => {
     const complete = jest.spyOn(app.repository, 'complete');
-    complete.mockRejectedValueOnce(new Error('injected finalize failure'));
+    complete.mockRejectedValueOnce(new Error('injected transient finalize failure'));
+    const before = ran;
+    const job = await app.jobs.enqueue('tick');
+    await completed(job.id);
+    expect(await app.jobs.findById(job.id)).toMatchObject({ attemptCount: 0, attempts: [] });
+    expect(ran - before).toBe(1);
+    expect(complete).toHaveBeenCalledTimes(2);
+    complete.mockRestore();
+  });
+
+  it('keeps running after a finalize that keeps failing; the unfinalized job is reclaimed when its lease runs out', async () => {
+    const complete = jest.spyOn(app.repository, 'complete');
+    for (let i = 0; i < 4; i += 1) complete.mockRejectedValueOnce(new Error('injected finalize failure'));
     const before = ran;
     const first = await app.jobs.enqueue('tick');
     const second = await app.jobs.enqueue('tick', null, { delayMs: 50 });
