@@ -51,17 +51,30 @@ describe('poll loop under injected database errors', () => {
   });
 
   it('keeps running after a finalize that keeps failing; the unfinalized job is reclaimed when its lease runs out', async () => {
-    const complete = jest.spyOn(app.repository, 'complete');
-    for (let i = 0; i < 4; i += 1) complete.mockRejectedValueOnce(new Error('injected finalize failure'));
+    const realComplete = app.repository.complete.bind(app.repository);
+    // Every completion write of the first job's first execution fails, retries included.
+    let firstId: string | undefined;
+    let doomedLock: string | undefined;
+    const complete = jest.spyOn(app.repository, 'complete').mockImplementation(async (id, lockId, at) => {
+      if (id.toHexString() === firstId) {
+        doomedLock ??= lockId;
+        if (lockId === doomedLock) throw new Error('injected finalize failure');
+      }
+      return realComplete(id, lockId, at);
+    });
     const before = ran;
-    const first = await app.jobs.enqueue('tick');
-    const second = await app.jobs.enqueue('tick', null, { delayMs: 50 });
+    const first = await app.jobs.enqueue('tick', null, { delayMs: 30 });
+    firstId = first.id;
+    const second = await app.jobs.enqueue('tick', null, { delayMs: 60 });
     await completed(second.id);
     // The first job's completion was lost with the error; its lease (300 ms) expires and it is reclaimed.
     await completed(first.id);
     const row = await app.jobs.findById(first.id);
     expect(row?.attempts.map((a) => a.errorClass)).toEqual(['LeaseExpired']);
     expect(ran - before).toBe(3);
+    // The first execution tried its completion once and retried it three times, then gave up.
+    const doomedCalls = () => complete.mock.calls.filter(([, lockId]) => lockId === doomedLock).length;
+    await waitFor(() => doomedCalls() === 4, 'the last finalize retry', 3_000);
     complete.mockRestore();
   });
 });
