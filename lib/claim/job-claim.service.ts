@@ -19,6 +19,8 @@ export interface ClaimedJob {
 export class JobClaimService {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
   private readonly lockIds: LockIdSequence;
+  /** When a search for expired leases last came back empty (epoch ms). */
+  private lastReclaimSearchAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly repository: JobsRepository,
@@ -29,18 +31,41 @@ export class JobClaimService {
   }
 
   /**
-   * Claims the next job, skipping names at their concurrency limit. A reclaimed job whose lost attempt
-   * exhausts its attempts is dead-lettered here and never reaches a handler.
+   * Claims the next job, skipping names at their concurrency limit. Expired leases come first: a reclaimed job
+   * whose lost attempt exhausts its attempts is dead-lettered here and never reaches a handler.
+   *
+   * Expired leases are looked for at most once per `pollIntervalMs` while pending work keeps this worker busy,
+   * and after every poll that found nothing due. A lease only expires `leaseMs` after its last renewal, so this
+   * delays a reclaim by at most one poll interval, and saves a query per job under load (3 → 2 round trips).
    */
   async claimNext(excludedNames: string[] = []): Promise<ClaimedJob | null> {
+    const at = now();
+    const reclaimDue = at.getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
+    if (reclaimDue) {
+      const reclaimed = await this.reclaimNext(excludedNames);
+      if (reclaimed) return reclaimed;
+    }
+    const lockId = this.lockIds.next();
+    const due = await this.repository.claimDue(at, lockId, addMs(at, this.options.leaseMs), excludedNames);
+    if (due) return { doc: due, lockId };
+    return reclaimDue ? null : this.reclaimNext(excludedNames);
+  }
+
+  /** Takes over the oldest expired lease, dead-lettering those whose lost attempt was their last. */
+  private async reclaimNext(excludedNames: string[]): Promise<ClaimedJob | null> {
     for (;;) {
       const at = now();
       const lockId = this.lockIds.next();
-      const lockedUntil = addMs(at, this.options.leaseMs);
-      const reclaimed = await this.repository.reclaimExpired(at, lockId, lockedUntil, excludedNames);
+      const reclaimed = await this.repository.reclaimExpired(
+        at,
+        lockId,
+        addMs(at, this.options.leaseMs),
+        excludedNames,
+      );
       if (!reclaimed) {
-        const due = await this.repository.claimDue(at, lockId, lockedUntil, excludedNames);
-        return due && { doc: due, lockId };
+        // Only a search that found nothing resets the clock: while expired rows remain, keep draining them.
+        this.lastReclaimSearchAt = at.getTime();
+        return null;
       }
       if (reclaimed.attemptCount < reclaimed.maxAttempts) return { doc: reclaimed, lockId };
       if (await this.repository.deadLetter(reclaimed._id, lockId, at)) {

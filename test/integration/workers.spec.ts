@@ -50,6 +50,22 @@ describe('several workers on one database', () => {
     expect(await a.jobs.stats()).toMatchObject({ completed: 200, pending: 0, running: 0 });
   });
 
+  it('searches for expired leases about once per poll interval while busy, not once per job', async () => {
+    const app = await start(uniqueDatabaseName('reclaim_rate'), 'busy', { pollIntervalMs: 1000, concurrency: 16 });
+    const reclaimExpired = app.repository.reclaimExpired.bind(app.repository);
+    let searches = 0;
+    app.repository.reclaimExpired = (...args) => {
+      searches += 1;
+      return reclaimExpired(...args);
+    };
+    const startedAt = Date.now();
+    await app.jobs.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ name: 'count', payload: { i } })));
+    await waitFor(async () => (await app.jobs.stats()).completed === 300, '300 completed jobs', 20_000);
+    const intervals = Math.ceil((Date.now() - startedAt) / 1000);
+    // One search per elapsed interval, plus the searches of polls that found the queue empty at the end.
+    expect(searches).toBeLessThanOrEqual(intervals + 3);
+  });
+
   it('reclaims an expired running row, counting the lost attempt as LeaseExpired', async () => {
     const app = await start(uniqueDatabaseName('reclaim'), 'rescuer', { worker: false });
     const job = await app.jobs.enqueue('count', {}, { maxAttempts: 3 });
