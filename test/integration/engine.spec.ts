@@ -107,7 +107,7 @@ describe('engine (one worker)', () => {
       greeting: 'hello ada',
       ctx: { name: 'greet', attempt: 1, fencingToken: 1, isStale: false },
     });
-    expect(run?.ctx.lockId).toMatch(/#\d+\./);
+    expect(run?.ctx.lockId).toMatch(/^.+:\d+:[0-9a-f]{6}#\d+$/);
     const done = await app.jobs.findById(job.id);
     expect(done).toMatchObject({
       status: 'completed',
