@@ -1,20 +1,20 @@
 import { InvalidOptionError } from './errors/invalid-option.error';
-import { DEFAULT_JOBS_OPTIONS } from './jobs.constants';
+import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from './jobs.constants';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
-import { nonEmptyString, nonNegativeFinite, positiveFinite, positiveInteger } from './utils/validate';
+import { duration, nonEmptyString, positiveInteger } from './utils/validate';
 import { defaultWorkerId } from './utils/worker-id';
 
 /** The one place defaults are merged; every rule failure names the option. */
 export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJobsOptions {
   const d = DEFAULT_JOBS_OPTIONS;
-  const leaseMs = positiveFinite('leaseMs', options.leaseMs ?? d.leaseMs);
-  const heartbeatIntervalMs = positiveFinite('heartbeatIntervalMs', options.heartbeatIntervalMs ?? leaseMs / 3);
+  const leaseMs = duration('leaseMs', options.leaseMs ?? d.leaseMs);
+  const heartbeatIntervalMs = duration('heartbeatIntervalMs', options.heartbeatIntervalMs ?? leaseMs / 3);
   if (heartbeatIntervalMs >= leaseMs) {
     throw new InvalidOptionError('heartbeatIntervalMs', heartbeatIntervalMs, `must be below leaseMs (${leaseMs})`);
   }
   const backoff = {
-    baseMs: positiveFinite('backoff.baseMs', options.backoff?.baseMs ?? d.backoff.baseMs),
-    maxMs: positiveFinite('backoff.maxMs', options.backoff?.maxMs ?? d.backoff.maxMs),
+    baseMs: duration('backoff.baseMs', options.backoff?.baseMs ?? d.backoff.baseMs),
+    maxMs: duration('backoff.maxMs', options.backoff?.maxMs ?? d.backoff.maxMs),
   };
   if (backoff.maxMs < backoff.baseMs) {
     throw new InvalidOptionError('backoff.maxMs', backoff.maxMs, `must be at least backoff.baseMs (${backoff.baseMs})`);
@@ -25,10 +25,10 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
     collectionName: nonEmptyString('collectionName', options.collectionName ?? d.collectionName, 120),
     worker,
     concurrency: positiveInteger('concurrency', options.concurrency ?? d.concurrency),
-    pollIntervalMs: positiveFinite('pollIntervalMs', options.pollIntervalMs ?? d.pollIntervalMs),
+    pollIntervalMs: duration('pollIntervalMs', options.pollIntervalMs ?? d.pollIntervalMs, MAX_TIMER_MS),
     leaseMs,
     heartbeatIntervalMs,
-    shutdownGraceMs: nonNegativeFinite('shutdownGraceMs', options.shutdownGraceMs ?? d.shutdownGraceMs),
+    shutdownGraceMs: duration('shutdownGraceMs', options.shutdownGraceMs ?? d.shutdownGraceMs, MAX_TIMER_MS, true),
     maxAttempts: positiveInteger('maxAttempts', options.maxAttempts ?? d.maxAttempts),
     backoff,
     workerId: nonEmptyString('workerId', options.workerId ?? defaultWorkerId()),

@@ -16,6 +16,12 @@ export const MAX_ATTEMPT_HISTORY = 50;
 /** MongoDB's document size limit; payloads must leave room for the job's own fields. */
 export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024 - 64 * 1024;
 
+/** Longest accepted duration (~31 years): longer is a unit mistake, and ~2^52 ms past now is no valid Date. */
+export const MAX_DURATION_MS = 1e12;
+
+/** Longest delay setTimeout honours (~24.8 days); a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** Longest accepted job name. */
 export const MAX_JOB_NAME_LENGTH = 200;
 

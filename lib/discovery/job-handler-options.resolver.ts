@@ -2,9 +2,9 @@ import { CronTime } from 'cron';
 import { IANAZone } from 'luxon';
 import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-handler.options';
 import { InvalidOptionError } from '../errors/invalid-option.error';
-import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
+import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
-import { positiveFinite, positiveInteger } from '../utils/validate';
+import { duration, positiveInteger } from '../utils/validate';
 import type { BoundJobHandler, RegisteredJobHandler } from './job-handler.registry';
 
 /** Validates a decorator's name and options and merges them with the module's. */
@@ -23,10 +23,10 @@ export function resolveJobHandler(
     );
   }
   const option = (key: string) => `@JobHandler('${name}').${key} on ${site}`;
-  const leaseMs = positiveFinite(option('leaseMs'), options.leaseMs ?? moduleOptions.leaseMs);
+  const leaseMs = duration(option('leaseMs'), options.leaseMs ?? moduleOptions.leaseMs);
   const backoff = {
-    baseMs: positiveFinite(option('backoff.baseMs'), options.backoff?.baseMs ?? moduleOptions.backoff.baseMs),
-    maxMs: positiveFinite(option('backoff.maxMs'), options.backoff?.maxMs ?? moduleOptions.backoff.maxMs),
+    baseMs: duration(option('backoff.baseMs'), options.backoff?.baseMs ?? moduleOptions.backoff.baseMs),
+    maxMs: duration(option('backoff.maxMs'), options.backoff?.maxMs ?? moduleOptions.backoff.maxMs),
   };
   return {
     name,
@@ -38,7 +38,8 @@ export function resolveJobHandler(
     leaseMs,
     // A shorter lease than the module's keeps the module's ratio; the module's interval otherwise.
     heartbeatIntervalMs: options.leaseMs === undefined ? moduleOptions.heartbeatIntervalMs : leaseMs / 3,
-    timeoutMs: options.timeoutMs === undefined ? undefined : positiveFinite(option('timeoutMs'), options.timeoutMs),
+    timeoutMs:
+      options.timeoutMs === undefined ? undefined : duration(option('timeoutMs'), options.timeoutMs, MAX_TIMER_MS),
     schedule: resolveSchedule(options, option),
     declared: options,
   };

@@ -2,13 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { UnknownJobError } from '../errors/unknown-job.error';
-import { JOBS_RESOLVED_OPTIONS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
+import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import type { EnqueueOptions } from '../jobs.types';
 import type { NewJobDocument } from '../persistence/jobs.repository';
 import { addMs, now } from '../utils/clock';
 import { assertStorablePayload } from '../utils/payload-validator';
-import { finiteNumber, nonEmptyString, nonNegativeFinite, positiveInteger } from '../utils/validate';
+import { duration, finiteNumber, nonEmptyString, positiveInteger } from '../utils/validate';
 
 /** Validates an enqueue request and builds the document to insert; throws before anything is written. */
 @Injectable()
@@ -60,5 +60,5 @@ function resolveRunAt(options: EnqueueOptions, at: Date): Date {
     }
     return options.runAt;
   }
-  return options.delayMs === undefined ? at : addMs(at, nonNegativeFinite('delayMs', options.delayMs));
+  return options.delayMs === undefined ? at : addMs(at, duration('delayMs', options.delayMs, MAX_DURATION_MS, true));
 }

@@ -1,12 +1,12 @@
 import { describeValue } from '../utils/describe-value';
 import { JobsError } from './jobs.error';
 
-/** A duration (e.g. for `ctx.extendLockTime`) that is not a finite number of milliseconds above 0. */
+/** A duration (e.g. for `ctx.extendLockTime`) that is not a number of milliseconds in (0, 1e12]. */
 export class InvalidDurationError extends JobsError {
   constructor(
     readonly argument: string,
     readonly value: unknown,
   ) {
-    super(`${argument} must be a finite number of milliseconds greater than 0, got ${describeValue(value)}`);
+    super(`${argument} must be a number of milliseconds above 0 and at most 1e12, got ${describeValue(value)}`);
   }
 }

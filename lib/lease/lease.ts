@@ -1,6 +1,7 @@
 import { defer, exhaustMap, finalize, Subject, Subscription } from 'rxjs';
 import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
+import { MAX_DURATION_MS } from '../jobs.constants';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` on
@@ -66,7 +67,7 @@ function createRequest(ms: number): RenewalRequest {
 }
 
 function isValidDuration(ms: unknown): ms is number {
-  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 && ms <= MAX_DURATION_MS;
 }
 
 const ignore = (): void => {};

@@ -1,20 +1,7 @@
 import { InvalidOptionError } from '../errors/invalid-option.error';
+import { MAX_DURATION_MS } from '../jobs.constants';
 
 /** Shared option rules; each throws InvalidOptionError naming the option. */
-
-export function positiveFinite(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new InvalidOptionError(option, value, 'must be a finite number greater than 0');
-  }
-  return value;
-}
-
-export function nonNegativeFinite(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new InvalidOptionError(option, value, 'must be a finite number of at least 0');
-  }
-  return value;
-}
 
 export function positiveInteger(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) {
@@ -33,6 +20,18 @@ export function finiteNumber(option: string, value: unknown): number {
 export function nonEmptyString(option: string, value: unknown, maxLength = 200): string {
   if (typeof value !== 'string' || value.trim() === '' || value.length > maxLength) {
     throw new InvalidOptionError(option, value, `must be a non-empty string of at most ${maxLength} characters`);
+  }
+  return value;
+}
+
+/**
+ * A duration in ms above 0 (or at least 0 with `allowZero`) and at most `max`: MAX_DURATION_MS (~31 years) keeps
+ * every deadline a valid Date; MAX_TIMER_MS is for values handed to setTimeout, which fires at once past it.
+ */
+export function duration(option: string, value: unknown, max = MAX_DURATION_MS, allowZero = false): number {
+  const low = allowZero ? 'at least 0' : 'above 0';
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero) || value > max) {
+    throw new InvalidOptionError(option, value, `must be a number of milliseconds ${low} and at most ${max}`);
   }
   return value;
 }

@@ -25,7 +25,7 @@ class BadInputHandlers {
 
   @JobHandler('bad-extends')
   async badExtends(_payload: unknown, ctx: JobExecutionContext) {
-    for (const ms of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, '100' as unknown as number]) {
+    for (const ms of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e300, '100' as unknown as number]) {
       await ctx.extendLockTime(ms).catch((error: unknown) => extendErrors.push(error));
     }
   }
@@ -125,6 +125,7 @@ describe('bad input: typed errors, nothing written or lost', () => {
     ['negative delayMs', { delayMs: -1 }],
     ['NaN delayMs', { delayMs: Number.NaN }],
     ['Infinity delayMs', { delayMs: Number.POSITIVE_INFINITY }],
+    ['a delayMs past any valid Date', { delayMs: 1e300 }],
     ['an invalid runAt Date', { runAt: new Date('nonsense') }],
     ['a runAt that is no Date', { runAt: '2026-01-01' }],
     ['NaN priority', { priority: Number.NaN }],
@@ -146,11 +147,11 @@ describe('bad input: typed errors, nothing written or lost', () => {
     await expectNothingChanged();
   });
 
-  it('extendLockTime(0 | -1 | NaN | Infinity | "100") rejects with InvalidDurationError and writes nothing', async () => {
+  it('extendLockTime(0 | -1 | NaN | Infinity | 1e300 | "100") rejects with InvalidDurationError and writes nothing', async () => {
     const writesBefore = renewWrites;
     const job = await app.jobs.enqueue('bad-extends');
     await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completion');
-    expect(extendErrors).toHaveLength(5);
+    expect(extendErrors).toHaveLength(6);
     for (const error of extendErrors) expect(error).toBeInstanceOf(InvalidDurationError);
     expect(renewWrites).toBe(writesBefore);
   });

@@ -143,6 +143,8 @@ describe('JobsModule', () => {
     [{ maxAttempts: 0 }, 'maxAttempts'],
     [{ backoff: { baseMs: 0 } }, 'backoff.baseMs'],
     [{ shutdownGraceMs: -5 }, 'shutdownGraceMs'],
+    [{ pollIntervalMs: 2 ** 31 }, 'pollIntervalMs'],
+    [{ leaseMs: 1e300 }, 'leaseMs'],
   ])('rejects invalid options %j at bootstrap, naming %s', async (options, name) => {
     const error = await boot(JobsModule.forRoot(options)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidOptionError);
