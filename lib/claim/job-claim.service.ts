@@ -46,7 +46,9 @@ export class JobClaimService {
       if (reclaimed) return reclaimed;
     }
     const lockId = this.lockIds.next();
-    const due = await this.repository.claimDue(at, lockId, addMs(at, this.options.leaseMs), excludedNames);
+    // A fresh clock after the reclaim search's round trip: the lease must start when the claim is sent.
+    const claimAt = reclaimDue ? now() : at;
+    const due = await this.repository.claimDue(claimAt, lockId, addMs(claimAt, this.options.leaseMs), excludedNames);
     if (due) return { doc: due, lockId };
     return reclaimDue ? null : this.reclaimNext(excludedNames);
   }

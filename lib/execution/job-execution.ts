@@ -64,9 +64,20 @@ export class JobExecution {
    * Runs the handler under `lease` until it settles or the signal aborts — whichever is first: a handler that
    * ignores its signal does not hold the slot, and its late result is ignored.
    */
-  async run(lease: Lease): Promise<ExecutionOutcome> {
+  async run(lease: Lease, onStarted: () => void = () => undefined): Promise<ExecutionOutcome> {
     this.lease = lease;
     const { signal } = this.controller;
+    lease.start();
+    if (signal.aborted) {
+      // The claim's answer came back after its own deadline (slow database): the row may already belong to
+      // someone else, so the handler must not run at all. The row is reclaimed with a LeaseExpired attempt.
+      lease.close();
+      return abortOutcome(signal.reason);
+    }
+    // The claim used the module's lease; a handler with a longer one asks for it straight away.
+    const { startedAt, lockedUntil } = this.claim.doc;
+    const claimedLeaseMs = (lockedUntil?.getTime() ?? 0) - (startedAt?.getTime() ?? 0);
+    if (this.handler.leaseMs > claimedLeaseMs) lease.extend(this.handler.leaseMs).catch(() => undefined);
     let onAbort: () => void = () => undefined;
     const aborted = new Promise<void>((resolve) => {
       onAbort = resolve;
@@ -78,11 +89,7 @@ export class JobExecution {
         ? undefined
         : setTimeout(() => this.abort(new JobTimeoutError(this.jobId, timeoutMs)), timeoutMs);
     timer?.unref?.();
-    lease.start();
-    // The claim used the module's lease; a handler with a longer one asks for it straight away.
-    const { startedAt, lockedUntil } = this.claim.doc;
-    const claimedLeaseMs = (lockedUntil?.getTime() ?? 0) - (startedAt?.getTime() ?? 0);
-    if (this.handler.leaseMs > claimedLeaseMs) lease.extend(this.handler.leaseMs).catch(() => undefined);
+    onStarted();
     let outcome: ExecutionOutcome;
     try {
       const invocation = Promise.resolve().then(() => this.handler.handler(this.claim.doc.payload, this.context));

@@ -104,9 +104,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       onRenewed: () => this.events.emit('renewed', about),
     });
     this.adjustRunning(claim.doc.name, +1);
-    this.events.emit('started', about);
     const done = execution
-      .run(lease)
+      .run(lease, () => this.events.emit('started', about))
       // A transient database error must not turn a finished job into a reclaimed (re-run, attempt-counted) one.
       .then((outcome) => retryWithDelays(() => this.finalizer.finalize(execution, outcome), FINALIZE_RETRY_DELAYS_MS))
       .catch((error) => this.logError(`Finalizing job ${jobId}`, error))

@@ -93,7 +93,8 @@ export class Lease {
   private readonly now: () => number;
   private readonly trigger = new Subject<void>();
   private readonly subscription: Subscription;
-  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  /** The first-beat timeout, then the heartbeat interval (one at a time). */
+  private heartbeat: ReturnType<typeof setTimeout> | undefined;
   private watchdog: ReturnType<typeof setTimeout> | undefined;
   private deadline: number;
   /** The coalescing slot: at most one request waits for a write. */
@@ -127,9 +128,17 @@ export class Lease {
     this.armWatchdog();
     // The claim's deadline may already have passed, in which case armWatchdog went stale.
     if (this.isTerminal) return;
-    const heartbeat = setInterval(() => this.beat(), Math.min(this.config.heartbeatIntervalMs, MAX_TIMER_DELAY_MS));
-    heartbeat.unref?.();
-    this.heartbeat = heartbeat;
+    const interval = Math.min(this.config.heartbeatIntervalMs, MAX_TIMER_DELAY_MS);
+    // The lease began at the claim, not now: the first renewal is due one interval after the claim, so the time
+    // the claim's answer took (and any wait before the handler starts) does not eat into the first period.
+    const claimedAt = this.deadline - this.config.leaseMs;
+    const firstIn = Math.min(Math.max(0, claimedAt + interval - this.now()), interval);
+    this.heartbeat = this.unrefd(
+      setTimeout(() => {
+        this.heartbeat = this.unrefd(setInterval(() => this.beat(), interval));
+        this.beat();
+      }, firstIn),
+    );
   }
 
   /**
@@ -260,6 +269,11 @@ export class Lease {
     if (onRenewed) this.notify(() => onRenewed(new Date(this.deadline)));
   }
 
+  private unrefd<T extends { unref?: () => unknown }>(timer: T): T {
+    timer.unref?.();
+    return timer;
+  }
+
   /** Replaces the (zero or one) watchdog timer with one for the current deadline; stale once it has passed. */
   private armWatchdog(): void {
     this.disarmWatchdog();
@@ -299,7 +313,7 @@ export class Lease {
   /** No timer, subscription or listener outlives the execution. */
   private teardown(): void {
     if (this.heartbeat !== undefined) {
-      clearInterval(this.heartbeat);
+      clearTimeout(this.heartbeat); // clears the first-beat timeout and the interval alike
       this.heartbeat = undefined;
     }
     this.disarmWatchdog();

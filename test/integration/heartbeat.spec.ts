@@ -153,6 +153,22 @@ describe('lease heartbeat against the database', () => {
     await app.jobs.cancel(job.id);
   });
 
+  it('does not call the handler when the claim came back after its own lease deadline', async () => {
+    const app = await start(uniqueDatabaseName('hb_late_claim'), 'a', { leaseMs: 150 });
+    const claimDue = app.repository.claimDue.bind(app.repository);
+    let slowAnswers = 1;
+    app.repository.claimDue = async (...args) => {
+      const row = await claimDue(...args);
+      if (row && slowAnswers-- > 0) await sleep(300); // the claim's answer arrives after lockedUntil
+      return row;
+    };
+    const job = await app.jobs.enqueue('long', { ms: 0 });
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completion by a later claim');
+    // Only the second claim's handler ran; the first, late, claim was reclaimed as a lost attempt.
+    expect(calls.map((c) => c.fencingToken)).toEqual([2]);
+    expect((await app.jobs.findById(job.id))?.attempts.map((a) => a.errorClass)).toEqual(['LeaseExpired']);
+  });
+
   it('coalesces a burst of extendLockTime calls and moves the deadline', async () => {
     const app = await start(uniqueDatabaseName('hb_extend'), 'a', { leaseMs: 500 }); // extensions of ~1 s move the deadline
     const renew = app.repository.renewLease.bind(app.repository);

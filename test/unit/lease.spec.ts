@@ -329,6 +329,30 @@ describe('Lease', () => {
       lease.close();
     });
 
+    it('times the first renewal from the claim, not from start(): a slow claim answer does not delay it', async () => {
+      // Claimed at T0 − 70 (the answer took 70 ms), so the lease runs to T0 + 230 and the first beat is due at T0 + 30.
+      const { lease, store } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 230 });
+      store.auto = { delayMs: 0 };
+      lease.start();
+      await jest.advanceTimersByTimeAsync(29);
+      expect(store.writes).toHaveLength(0);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(store.writes.map((w) => w.startedAt)).toEqual([T0 + 30]);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(store.writes.map((w) => w.startedAt)).toEqual([T0 + 30, T0 + 130]);
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('renews at once when the first interval after the claim has already passed', async () => {
+      const { lease, store } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 150 }); // claimed at T0 − 150
+      store.auto = { delayMs: 0 };
+      lease.start();
+      await jest.advanceTimersByTimeAsync(0);
+      expect(store.writes.map((w) => w.startedAt)).toEqual([T0]);
+      lease.close();
+    });
+
     it('shares the pipeline with extend(): ticks during a slow write coalesce into one follow-up', async () => {
       const { lease, store } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 1_000 });
       lease.start();
