@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { MongoClient } from 'mongodb';
+import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
+import { groupByJob, leaseOverlaps, readExecutions } from '../support/execution-records';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+const WORKERS = 3;
+const JOBS = 300;
+const KILLS = 10;
+const LEASE_MS = 1000;
+// High enough that no job is dead-lettered by kills alone (each kill costs the jobs it held one attempt).
+const MAX_ATTEMPTS = 20;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('chaos: worker processes SIGKILLed while they run jobs', () => {
+  const dbName = uniqueDatabaseName('chaos_crash');
+  let producer: JobsTestApp;
+  let client: MongoClient;
+  let cluster: ChaosCluster;
+
+  beforeAll(async () => {
+    client = await connectTestClient();
+    // Enqueue-only app in the test process; the workers are separate processes on the built package.
+    producer = await createJobsTestApp({ dbName, options: { worker: false } });
+    cluster = new ChaosCluster({
+      jobsUri: testMongoUri(),
+      recordUri: testMongoUri(),
+      dbName,
+      jobs: { leaseMs: LEASE_MS, pollIntervalMs: 50, concurrency: 3, shutdownGraceMs: 5_000 },
+    });
+  });
+
+  afterAll(async () => {
+    await cluster?.killAll();
+    await producer?.close();
+    await client
+      ?.db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
+    await client?.close();
+  });
+
+  it(`${JOBS} jobs, ${WORKERS} workers, one SIGKILLed (and restarted) every second ${KILLS} times: none lost, no overlapping owners`, async () => {
+    const workers: ChaosWorker[] = Array.from({ length: WORKERS }, () => cluster.spawn());
+    await Promise.all(workers.map((worker) => worker.ready));
+    const enqueued = await producer.jobs.enqueueMany(
+      Array.from({ length: JOBS }, () => ({
+        name: 'chaos.sleep',
+        payload: { ms: 50 + Math.floor(Math.random() * 450) },
+        options: { maxAttempts: MAX_ATTEMPTS },
+      })),
+    );
+
+    const kills: { worker: string; at: number; unfinished: number }[] = [];
+    for (let i = 0; i < KILLS; i += 1) {
+      await sleep(1000);
+      // Only a booted worker holds jobs worth killing; a replacement may still be starting.
+      await waitFor(() => workers.some((w) => w.isReady && w.alive), 'a ready worker', 30_000);
+      const candidates = workers.filter((w) => w.isReady && w.alive);
+      const victim = candidates[Math.floor(Math.random() * candidates.length)];
+      const { completed } = await producer.jobs.stats();
+      victim.kill('SIGKILL');
+      kills.push({ worker: victim.id, at: Date.now(), unfinished: JOBS - completed });
+      await victim.exited;
+      workers[workers.indexOf(victim)] = cluster.spawn();
+    }
+
+    let stats = await producer.jobs.stats();
+    await cluster.waitFor(
+      async () => {
+        stats = await producer.jobs.stats();
+        return stats.completed === JOBS;
+      },
+      () => `all ${JOBS} jobs completed (${JSON.stringify(stats)})`,
+      60_000,
+    );
+    // Every kill happened while there was work left, or the test proved little.
+    expect(kills.map((kill) => kill.unfinished > 0)).toEqual(Array(KILLS).fill(true));
+
+    // No worker died but those the test killed, and the survivors shut down cleanly.
+    expect(cluster.unexpectedExits).toEqual([]);
+    const survivors = cluster.alive;
+    expect(survivors).toHaveLength(WORKERS);
+    for (const worker of survivors) worker.kill('SIGTERM');
+    const exits = await Promise.all(survivors.map((worker) => worker.exited));
+    expect(exits).toEqual(Array(WORKERS).fill({ code: 0, signal: null }));
+
+    const db = client.db(dbName);
+    const rows = await db
+      .collection('jobs')
+      .find({}, { projection: { status: 1, attemptCount: 1, fencingToken: 1, attempts: 1, lockedBy: 1 } })
+      .toArray();
+    expect(rows).toHaveLength(JOBS);
+    expect(new Set(rows.map((row) => row._id.toHexString()))).toEqual(new Set(enqueued.map((job) => job.id)));
+    expect(rows.filter((row) => row.status !== 'completed')).toEqual([]);
+    for (const row of rows) {
+      // The only lost attempts are reclaims after a kill, and each claim took a new fencing token.
+      expect(row.attempts.map((a: { errorClass: string }) => a.errorClass)).toEqual(
+        Array(row.attemptCount).fill('LeaseExpired'),
+      );
+      expect(row.fencingToken).toBe(row.attemptCount + 1);
+    }
+    const reclaims = rows.reduce((sum, row) => sum + row.attemptCount, 0);
+    // Each kill loses the jobs the victim was running (up to its concurrency); they were all reclaimed.
+    expect(reclaims).toBeGreaterThanOrEqual(KILLS);
+
+    const executions = await readExecutions(db);
+    const byJob = groupByJob(executions);
+    expect(byJob.size).toBe(JOBS);
+    for (const row of rows) {
+      const list = byJob.get(row._id.toHexString()) ?? [];
+      const last = list[list.length - 1];
+      // The completing execution is the row's last owner, and it ran to its end.
+      expect(last).toMatchObject({ fencingToken: row.fencingToken, stale: false });
+      expect(last.end).toEqual(expect.any(Number));
+      expect(list.length).toBeLessThanOrEqual(row.fencingToken);
+    }
+    expect(leaseOverlaps(executions)).toEqual([]);
+    // Killed executions (no end) happened, and each was succeeded by a later token.
+    const killed = executions.filter((e) => e.end === undefined);
+    expect(killed.length).toBeGreaterThan(0);
+    for (const e of killed) {
+      const list = byJob.get(e.jobId) ?? [];
+      expect(list[list.length - 1].fencingToken).toBeGreaterThan(e.fencingToken);
+    }
+  }, 120_000);
+});

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { MongoClient } from 'mongodb';
+import type { JobsWorkerStatus } from '../../lib';
+import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
+import { lateWatchdogs, leaseOverlaps, readExecutions } from '../support/execution-records';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { TcpProxy } from '../support/tcp-proxy';
+import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+const OUTAGE_MS = 5_000;
+const LEASE_MS = 1000;
+const POLL_MS = 100;
+const SHORT_JOBS = 60;
+const LONG_JOBS = 4;
+/** How late a watchdog may abort on a loaded machine (timer and event-loop lag). */
+const WATCHDOG_MARGIN_MS = 150;
+
+interface HealthSample {
+  worker: string;
+  at: number;
+  status: JobsWorkerStatus['status'] | 'no answer';
+  database: JobsWorkerStatus['database'];
+  reason?: string;
+}
+
+describe('chaos: the database is unreachable for 5 s', () => {
+  const dbName = uniqueDatabaseName('chaos_outage');
+  let proxy: TcpProxy;
+  let producer: JobsTestApp;
+  let client: MongoClient;
+  let cluster: ChaosCluster;
+  // The health sampler loops until stopped: afterAll stops it too, should the test fail half-way.
+  let sampling = false;
+  let stopSampling = async () => {};
+
+  beforeAll(async () => {
+    proxy = await TcpProxy.start(testMongoUri());
+    client = await connectTestClient();
+    producer = await createJobsTestApp({ dbName, options: { worker: false } });
+    cluster = new ChaosCluster({
+      jobsUri: proxy.uri,
+      recordUri: testMongoUri(),
+      dbName,
+      jobs: { leaseMs: LEASE_MS, pollIntervalMs: POLL_MS, concurrency: 4, shutdownGraceMs: 2_000 },
+      // The app's choice: notice a dead server within a second and look for it again every half second.
+      mongoose: { serverSelectionTimeoutMS: 1000, heartbeatFrequencyMS: 500, connectTimeoutMS: 1000 },
+    });
+  });
+
+  afterAll(async () => {
+    await stopSampling();
+    await cluster?.killAll();
+    await producer?.close();
+    await proxy?.close();
+    await client
+      ?.db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
+    await client?.close();
+  });
+
+  it('no worker crashes, health goes down then up, and every job completes afterwards', async () => {
+    const workers: ChaosWorker[] = [cluster.spawn('a'), cluster.spawn('b')];
+    await Promise.all(workers.map((worker) => worker.ready));
+    for (const worker of workers) expect(await worker.status()).toMatchObject({ status: 'up', database: 'up' });
+
+    // Long jobs are sure to be running when the connection drops: their leases must run out on time.
+    await producer.jobs.enqueueMany(
+      Array.from({ length: LONG_JOBS }, () => ({
+        name: 'chaos.sleep',
+        payload: { ms: 3_000 },
+        options: { priority: 1 },
+      })),
+    );
+    await producer.jobs.enqueueMany(
+      Array.from({ length: SHORT_JOBS }, () => ({
+        name: 'chaos.sleep',
+        payload: { ms: 200 + Math.floor(Math.random() * 400) },
+      })),
+    );
+    await waitFor(async () => (await producer.jobs.stats()).running >= LONG_JOBS, 'jobs running');
+
+    const samples: HealthSample[] = [];
+    sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const at = Date.now();
+        // A worker that does not answer at all (crashed, or its event loop stuck) is a sample too.
+        const statuses = await Promise.all(
+          workers.map((worker) =>
+            worker.status(500).catch((error: Error) => ({
+              status: 'no answer' as const,
+              database: 'down' as const,
+              reason: error.message,
+            })),
+          ),
+        );
+        for (const [i, { status, database, reason }] of statuses.entries()) {
+          samples.push({ worker: workers[i].id, at, status, database, reason });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    stopSampling = async () => {
+      sampling = false;
+      await sampler;
+    };
+
+    const dropStart = Date.now();
+    await proxy.drop(OUTAGE_MS);
+    const dropEnd = Date.now();
+    const unfinishedAtRestore = (await producer.jobs.stats()).completed < LONG_JOBS + SHORT_JOBS;
+    let stats = await producer.jobs.stats();
+    await cluster.waitFor(
+      async () => {
+        stats = await producer.jobs.stats();
+        return stats.completed === LONG_JOBS + SHORT_JOBS;
+      },
+      () => `every job completed after the outage (${JSON.stringify(stats)})`,
+      30_000,
+    );
+    // Health is back for every worker once its jobs flow again (it may lag the first completions a little).
+    await cluster.waitFor(
+      () => workers.every((w) => samples.some((s) => s.worker === w.id && s.at > dropEnd && s.status === 'up')),
+      () => 'health up again',
+      10_000,
+    );
+    await stopSampling();
+
+    expect(unfinishedAtRestore).toBe(true);
+    expect(cluster.unexpectedExits).toEqual([]);
+    expect(workers.map((worker) => worker.alive)).toEqual([true, true]);
+    for (const worker of workers) {
+      const own = samples.filter((s) => s.worker === worker.id);
+      const during = own.filter((s) => s.at >= dropStart && s.at + 500 < dropEnd);
+      // Down within 2 s of the drop (the ping times out after 500 ms), for the rest of the outage.
+      const firstDown = during.find((s) => s.status === 'down');
+      expect(firstDown?.database).toBe('down');
+      expect((firstDown?.at ?? Number.POSITIVE_INFINITY) - dropStart).toBeLessThan(2_000);
+      expect(during.filter((s) => s.at >= dropStart + 2_000 && s.status === 'up')).toEqual([]);
+      // Up again within 5 s of the end of the outage.
+      const firstUpAfter = own.find((s) => s.at >= dropEnd && s.status === 'up');
+      expect((firstUpAfter?.at ?? Number.POSITIVE_INFINITY) - dropEnd).toBeLessThan(5_000);
+    }
+    expect(proxy.refused).toBeGreaterThan(0); // the workers did try to reconnect during the outage
+
+    const db = client.db(dbName);
+    const rows = await db.collection('jobs').find({}).toArray();
+    expect(rows.filter((row) => row.status !== 'completed')).toEqual([]);
+    const executions = await readExecutions(db);
+    expect(leaseOverlaps(executions)).toEqual([]);
+    expect(lateWatchdogs(executions, WATCHDOG_MARGIN_MS)).toEqual([]);
+    // The long jobs lost their leases during the outage: aborted as expired, then rerun to completion.
+    const expiredDuringOutage = executions.filter(
+      (e) => e.leaseLostReason === 'expired' && (e.abortedAt ?? 0) > dropStart && (e.abortedAt ?? 0) < dropEnd,
+    );
+    expect(expiredDuringOutage.length).toBeGreaterThanOrEqual(LONG_JOBS);
+
+    // And they still shut down cleanly.
+    for (const worker of workers) worker.kill('SIGTERM');
+    expect(await Promise.all(workers.map((worker) => worker.exited))).toEqual([
+      { code: 0, signal: null },
+      { code: 0, signal: null },
+    ]);
+  }, 90_000);
+});
