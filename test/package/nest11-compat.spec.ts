@@ -1,0 +1,43 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from '@jest/globals';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+/**
+ * The peer ranges promise NestJS 11 and mongoose 8 too. A real CommonJS Nest 11 app (installed from the npm
+ * registry into the git-ignored .cache/ on first run) loads the built dist/ with require() and runs a job.
+ */
+describe('a CommonJS NestJS 11 + mongoose 8 app', () => {
+  const appDir = resolve('.cache', 'nest11-app');
+
+  it('requires the built package and runs a job to completion', () => {
+    mkdirSync(appDir, { recursive: true });
+    cpSync(resolve('test/package/nest11-app'), appDir, { recursive: true });
+    if (!existsSync(join(appDir, 'node_modules', '@nestjs', 'core'))) {
+      execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock'], {
+        cwd: appDir,
+        stdio: 'ignore',
+      });
+    }
+    // The package as an app installs it: dist/ and package.json (its exports map) under node_modules.
+    const installed = join(appDir, 'node_modules', 'nestjs-mongo-jobs');
+    rmSync(installed, { recursive: true, force: true });
+    mkdirSync(installed, { recursive: true });
+    cpSync(resolve('dist'), join(installed, 'dist'), { recursive: true });
+    cpSync(resolve('package.json'), join(installed, 'package.json'));
+
+    const out = execFileSync(process.execPath, ['app.cjs', testMongoUri(), uniqueDatabaseName('nest11')], {
+      cwd: appDir,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    const result = JSON.parse(out.trim().split('\n').pop() ?? '{}');
+    expect(result).toMatchObject({
+      seen: { payload: { from: 'nest 11 cjs' }, attempt: 1, fencingToken: 1 },
+      status: 'completed',
+    });
+    expect(result.nest).toMatch(/^11\./);
+    expect(result.mongoose).toMatch(/^8\./);
+  }, 120_000);
+});
