@@ -41,7 +41,6 @@ export function resolveJobHandler(
     timeoutMs:
       options.timeoutMs === undefined ? undefined : duration(option('timeoutMs'), options.timeoutMs, MAX_TIMER_MS),
     schedule: resolveSchedule(options, option),
-    declared: options,
   };
 }
 

@@ -1,5 +1,4 @@
 import { Injectable } from '@nestjs/common';
-import type { JobHandlerOptions } from '../decorators/job-handler.options';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
 import type { JobExecutionContext } from '../execution/job-execution-context';
 import type { BackoffOptions } from '../jobs.options';
@@ -20,8 +19,6 @@ export interface RegisteredJobHandler {
   timeoutMs: number | undefined;
   /** Schedule, when `cron` was given. */
   schedule: { cron: string; timeZone: string } | undefined;
-  /** As written on the decorator. */
-  declared: JobHandlerOptions;
 }
 
 /** name → handler. Filled by the explorer at bootstrap, read by the runner and JobsService. */

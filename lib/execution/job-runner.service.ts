@@ -71,10 +71,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /** Aborts this process's execution of a job, if any. */
-  abortLocal(jobId: string, reason: Error): boolean {
-    const entry = this.running.get(jobId);
-    entry?.execution.abort(reason);
-    return entry !== undefined;
+  abortLocal(jobId: string, reason: Error): void {
+    this.running.get(jobId)?.execution.abort(reason);
   }
 
   /** Poll-loop facts for health checks. `polling` is false before bootstrap, after shutdown, or with `worker: false`. */
