@@ -35,3 +35,9 @@ export const DEFAULT_JOBS_OPTIONS = {
   maxAttempts: 5,
   backoff: { baseMs: 1000, maxMs: 900_000 },
 } as const;
+
+/** After shutdown aborts the handlers still running, how long it waits for them to settle. */
+export const SHUTDOWN_SETTLE_MS = 1_000;
+
+/** After that, how long shutdown waits for the outcome writes of the handlers that settled. */
+export const SHUTDOWN_WRITE_MS = 2_000;

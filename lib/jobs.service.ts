@@ -139,9 +139,11 @@ export class JobsService {
     if (!jobId) return { kind: 'not_found' };
     const claim = await this.claims.claimById(jobId);
     if (!claim) return this.runNowConflict(jobId);
-    await this.runner.execute(claim);
+    const outcome = await this.runner.execute(claim);
     const after = await this.repository.findById(jobId);
-    return after ? { kind: 'executed', job: toJobRecord(after) } : { kind: 'not_found' };
+    if (!after) return { kind: 'not_found' };
+    if (outcome.kind === 'not_started') return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+    return { kind: 'executed', job: toJobRecord(after) };
   }
 
   private async runNowConflict(jobId: Types.ObjectId): Promise<RunNowOutcome> {

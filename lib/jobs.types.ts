@@ -30,4 +30,6 @@ export interface EnqueueItem<TPayload = unknown> {
 export type RunNowOutcome =
   | { kind: 'not_found' }
   | { kind: 'conflict'; reason: 'locked' | 'not_due' | 'terminal'; job: JobRecord }
-  | { kind: 'executed'; job: JobRecord };
+  | { kind: 'executed'; job: JobRecord }
+  /** Claimed, but the handler was never called (the claim's lease ended before it could start, or the row cannot run as stored). */
+  | { kind: 'not_started'; reason: string; job: JobRecord };

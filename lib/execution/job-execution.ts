@@ -5,6 +5,7 @@ import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import type { Lease } from '../lease/lease';
+import { MAX_TIMER_MS } from '../jobs.constants';
 import type { JobExecutionContext } from './job-execution-context';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
@@ -13,9 +14,30 @@ export type ExecutionOutcome =
   | { kind: 'failed'; error: unknown }
   | { kind: 'stale'; error: LeaseLostError }
   | { kind: 'cancelled' }
-  | { kind: 'shutdown' };
+  | { kind: 'shutdown' }
+  /** The handler was never called: the claim's own lease had ended before it could start. */
+  | { kind: 'not_started'; reason: string }
+  /** The handler ignored its abort past the settle wait and the lease then ran out: nothing is written. */
+  | { kind: 'abandoned'; reason: Error };
 
-/** One attempt of one job in this process: the handler call, its signal, its lease and its timeout. */
+/** What the runner learns while an execution is under way. */
+export interface ExecutionHooks {
+  onStarted?: () => void;
+  /** The handler has not settled `settleMs` after its abort: it is ignoring its signal. */
+  onIgnoredAbort?: (reason: Error) => void;
+  /** The handler settled (resolved or rejected), whatever the outcome. */
+  onSettled?: () => void;
+}
+
+const SETTLED = Symbol('settled');
+type Settlement = { ok: true } | { ok: false; error: unknown };
+
+/**
+ * One attempt of one job in this process: the handler call, its signal, its lease and its timeout.
+ * The attempt ends when the handler settles, not when a timer fires: an abort (timeout, cancellation, lease loss,
+ * shutdown) only asks the handler to stop. A handler still running `settleMs` after its abort is reported as
+ * ignoring its signal; its lease is then no longer renewed, and the attempt ends when that lease runs out.
+ */
 export class JobExecution {
   readonly jobId: string;
   readonly context: JobExecutionContext;
@@ -25,12 +47,13 @@ export class JobExecution {
   constructor(
     readonly claim: ClaimedJob,
     readonly handler: RegisteredJobHandler,
+    jobId: string,
   ) {
     const { doc, lockId } = claim;
-    this.jobId = doc._id.toHexString();
+    this.jobId = jobId;
     const execution = this;
     this.context = {
-      jobId: this.jobId,
+      jobId,
       name: doc.name,
       attempt: doc.attemptCount + 1,
       lockId,
@@ -61,50 +84,80 @@ export class JobExecution {
   }
 
   /**
-   * Runs the handler under `lease` until it settles or the signal aborts — whichever is first: a handler that
-   * ignores its signal does not hold the slot, and its late result is ignored.
+   * Runs the handler under `lease` and resolves its outcome once the handler has settled (or was abandoned).
+   * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it.
    */
-  async run(lease: Lease, onStarted: () => void = () => undefined): Promise<ExecutionOutcome> {
+  async run(lease: Lease, settleMs: number, hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
     this.lease = lease;
     const { signal } = this.controller;
     lease.start();
     if (signal.aborted) {
       // The claim's answer came back after its own deadline (slow database): the row may already belong to
       // someone else, so the handler must not run at all. The row is reclaimed with a LeaseExpired attempt.
-      lease.close();
-      return abortOutcome(signal.reason);
+      return { kind: 'not_started', reason: describeAbort(signal.reason) };
     }
     // The claim used the module's lease; a handler with a longer one asks for it straight away.
     const { startedAt, lockedUntil } = this.claim.doc;
     const claimedLeaseMs = (lockedUntil?.getTime() ?? 0) - (startedAt?.getTime() ?? 0);
     if (this.handler.leaseMs > claimedLeaseMs) lease.extend(this.handler.leaseMs).catch(() => undefined);
-    let onAbort: () => void = () => undefined;
-    const aborted = new Promise<void>((resolve) => {
-      onAbort = resolve;
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
     const { timeoutMs } = this.handler;
     const timer =
       timeoutMs === undefined
         ? undefined
         : setTimeout(() => this.abort(new JobTimeoutError(this.jobId, timeoutMs)), timeoutMs);
     timer?.unref?.();
-    onStarted();
-    let outcome: ExecutionOutcome;
+    hooks.onStarted?.();
+    const settlement: Promise<Settlement> = Promise.resolve()
+      .then(() => this.handler.handler(this.claim.doc.payload, this.context))
+      .then(
+        () => ({ ok: true }) as const,
+        (error: unknown) => ({ ok: false, error }) as const,
+      );
     try {
-      const invocation = Promise.resolve().then(() => this.handler.handler(this.claim.doc.payload, this.context));
-      // A handler that rejects after we stopped waiting must not become an unhandled rejection.
-      invocation.catch(() => undefined);
-      await Promise.race([invocation, aborted]);
-      outcome = signal.aborted ? abortOutcome(signal.reason) : { kind: 'succeeded' };
-    } catch (error) {
-      outcome = signal.aborted ? abortOutcome(signal.reason) : { kind: 'failed', error };
+      const settled = await this.settleOrAbandon(settlement, lease, settleMs, hooks);
+      if (settled === 'abandoned') return { kind: 'abandoned', reason: signal.reason as Error };
+      hooks.onSettled?.();
+      return this.outcomeOf(settled);
     } finally {
       clearTimeout(timer);
-      lease.close();
-      signal.removeEventListener('abort', onAbort);
     }
-    return outcome;
+  }
+
+  /** Waits for the handler; after an abort, only `settleMs` more, then until the (no longer renewed) lease ends. */
+  private async settleOrAbandon(
+    settlement: Promise<Settlement>,
+    lease: Lease,
+    settleMs: number,
+    hooks: ExecutionHooks,
+  ): Promise<Settlement | 'abandoned'> {
+    const { signal } = this.controller;
+    const aborted = new Promise<typeof SETTLED>((resolve) => {
+      if (signal.aborted) resolve(SETTLED);
+      else signal.addEventListener('abort', () => resolve(SETTLED), { once: true });
+    });
+    const first = await Promise.race([settlement, aborted]);
+    if (first !== SETTLED) return first;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<typeof SETTLED>((resolve) => {
+      timer = setTimeout(() => resolve(SETTLED), Math.min(settleMs, MAX_TIMER_MS));
+      timer.unref?.();
+    });
+    const second = await Promise.race([settlement, waited]);
+    clearTimeout(timer);
+    if (second !== SETTLED) return second;
+    hooks.onIgnoredAbort?.(signal.reason as Error);
+    lease.stopRenewing();
+    const third = await Promise.race([settlement, lease.lost.then((): typeof SETTLED => SETTLED)]);
+    return third === SETTLED ? 'abandoned' : third;
+  }
+
+  /** The outcome is what the handler did: resolved, rejected with its abort reason, or failed on its own. */
+  private outcomeOf(settled: Settlement): ExecutionOutcome {
+    const { signal } = this.controller;
+    if (this.lease?.isStale && signal.reason instanceof LeaseLostError) return { kind: 'stale', error: signal.reason };
+    if (settled.ok) return { kind: 'succeeded' };
+    if (signal.aborted && isAbortRejection(settled.error, signal.reason)) return abortOutcome(signal.reason);
+    return { kind: 'failed', error: settled.error };
   }
 
   private requireLease(): Lease {
@@ -113,9 +166,19 @@ export class JobExecution {
   }
 }
 
+/** A handler "rejected with the abort" when it rethrew the signal's reason, or an AbortError for it. */
+function isAbortRejection(error: unknown, reason: unknown): boolean {
+  if (error === reason) return true;
+  return error instanceof Error && error.name === 'AbortError';
+}
+
 function abortOutcome(reason: unknown): ExecutionOutcome {
   if (reason instanceof LeaseLostError) return { kind: 'stale', error: reason };
   if (reason instanceof JobCancelledError) return { kind: 'cancelled' };
   if (reason instanceof WorkerShutdownError) return { kind: 'shutdown' };
   return { kind: 'failed', error: reason };
+}
+
+function describeAbort(reason: unknown): string {
+  return reason instanceof Error ? reason.message : String(reason);
 }

@@ -3,11 +3,13 @@ import type { ClaimedJob } from '../claim/job-claim.service';
 import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
 import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
+import type { Lease } from '../lease/lease';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { backoffDelayMs } from '../utils/backoff';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
 import type { ExecutionOutcome, JobExecution } from './job-execution';
+import { type OutcomeWrite, persistOutcome } from './outcome-persistence';
 
 /** Writes an execution's result, fenced by its lock: a stale owner's late result changes nothing. */
 @Injectable()
@@ -19,53 +21,90 @@ export class JobFinalizer {
     private readonly events: JobEvents,
   ) {}
 
-  async finalize(execution: JobExecution, outcome: ExecutionOutcome): Promise<void> {
+  /**
+   * Writes the outcome while the execution still owns the row: transient database errors are retried (with
+   * backoff) until the write lands, the lease is lost, or `deadline` (shutdown) passes. A write the server refuses
+   * for good dead-letters the attempt with that reason instead, written without the part that was refused.
+   */
+  async finalize(
+    execution: JobExecution,
+    outcome: ExecutionOutcome,
+    lease: Lease,
+    deadline?: () => number | undefined,
+  ): Promise<void> {
     const { doc, lockId } = execution.claim;
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
+    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, deadline);
+    let transition: string;
+    let result: Awaited<ReturnType<typeof persist>>;
+    let onWritten = (): void => undefined;
     switch (outcome.kind) {
-      case 'succeeded': {
-        const written = await this.repository.complete(doc._id, lockId, at);
-        if (written) this.events.emit('completed', about);
-        return this.report(label, 'completed', written);
-      }
+      case 'succeeded':
+        transition = 'completed';
+        result = await persist(() => this.repository.complete(doc._id, lockId, at));
+        onWritten = () => this.events.emit('completed', about);
+        break;
       case 'failed': {
-        const { message, errorClass } = errorInfo(outcome.error);
-        const attempt = { at, error: message, errorClass };
+        const { message, errorClass, stack } = errorInfo(outcome.error);
+        const attempt = { at, error: message, errorClass, stack };
         const attemptsAfter = doc.attemptCount + 1;
         const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
         const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
         const next = exhausted ? ({ status: 'dead' } as const) : ({ status: 'pending', runAt } as const);
-        const written = await this.repository.recordFailure(doc._id, lockId, attempt, next);
-        if (written) this.events.emit(exhausted ? 'dead' : 'retrying', about, message);
+        transition = next.status;
         this.logger.warn(
           `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
         );
-        return this.report(label, next.status, written);
+        result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
+        onWritten = () => this.events.emit(exhausted ? 'dead' : 'retrying', about, message);
+        break;
       }
       case 'shutdown':
-        return this.report(label, 'released', await this.repository.release(doc._id, lockId, at));
+        transition = 'released';
+        result = await persist(() => this.repository.release(doc._id, lockId, at));
+        break;
       case 'stale':
         this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
         return;
       case 'cancelled':
         this.logger.log(`${label} was cancelled`);
         return;
+      case 'not_started':
+        this.logger.warn(`${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`);
+        return;
+      case 'abandoned':
+        this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
+        return;
+    }
+    switch (result.kind) {
+      case 'written':
+        return onWritten();
+      case 'not_owned':
+        return this.logger.warn(
+          `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
+        );
+      case 'gave_up':
+        return this.logger.warn(
+          `${label}: could not be marked ${transition} (${result.why}); the row is reclaimed once its lease has run out`,
+        );
+      case 'refused':
+        return this.deadLetterUnstorable(execution, transition, result.error, lease, deadline);
     }
   }
 
-  /** A claimed row whose name no handler in this process knows: `failed`, so it is visible and the loop moves on. */
-  async failUnhandled(claim: ClaimedJob): Promise<void> {
-    const { doc, lockId } = claim;
-    const reason = `No @JobHandler is registered for job "${doc.name}" in worker ${lockId.split('#')[0]}`;
-    this.logger.warn(`Job ${doc._id.toHexString()}: ${reason}; marked failed`);
-    if (await this.repository.markFailed(doc._id, lockId, reason, now())) {
-      this.events.emit(
-        'failed',
-        { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount + 1 },
-        reason,
-      );
+  /** A claimed row whose name no handler in this process knows: back to `pending`, untouched, for one that does. */
+  async releaseUnhandled(claim: ClaimedJob, jobId: string): Promise<void> {
+    this.logger.warn(`Job ${jobId}: no @JobHandler for "${claim.doc.name}" in this process; released`);
+    await this.repository.release(claim.doc._id, claim.lockId, now());
+  }
+
+  /** A claimed row this worker cannot run as stored (malformed fields): `failed` with the reason, if writable. */
+  async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<void> {
+    this.logger.error(`Job ${jobId} cannot run as stored: ${reason}; marked failed`);
+    if (await this.repository.markFailed(claim.doc._id, claim.lockId, `Cannot run as stored: ${reason}`, now())) {
+      this.events.emit('failed', { jobId, name: String(claim.doc.name), attempt: 0 }, reason);
     }
   }
 
@@ -74,11 +113,24 @@ export class JobFinalizer {
     await this.repository.release(claim.doc._id, claim.lockId, now());
   }
 
-  private report(label: string, transition: string, written: boolean): void {
-    if (!written) {
-      this.logger.warn(
-        `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
-      );
-    }
+  private async deadLetterUnstorable(
+    execution: JobExecution,
+    transition: string,
+    refusal: unknown,
+    lease: Lease,
+    deadline?: () => number | undefined,
+  ): Promise<void> {
+    const { doc, lockId } = execution.claim;
+    const why = errorInfo(refusal).message;
+    const reason = `The outcome (${transition}) could not be stored: ${why}`;
+    this.logger.error(`Job ${execution.jobId} (${doc.name}): ${reason}; dead-lettered`);
+    const result = await persistOutcome(
+      () => this.repository.deadLetterUnstorable(doc._id, lockId, reason, now()),
+      lease,
+      deadline,
+    );
+    const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
+    if (result.kind === 'written') this.events.emit('dead', about, reason);
+    else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
   }
 }

@@ -6,40 +6,45 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { type ClaimedJob, JobClaimService } from '../claim/job-claim.service';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
+import { JobHandlerRegistry, type RegisteredJobHandler } from '../discovery/job-handler.registry';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import { JobEvents } from '../events/job-events';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import type { Lease } from '../lease/lease';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
 import { now } from '../utils/clock';
-import { retryWithDelays } from '../utils/retry';
-import { JobExecution } from './job-execution';
+import { type ExecutionOutcome, JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
+import { describeJobId, whyNotRunnable } from './runnable-row';
 import { Wakeup } from './wakeup';
-
-/** Waits between finalize attempts; all of it stays well inside any sane lease. */
-const FINALIZE_RETRY_DELAYS_MS = [50, 250, 1000] as const;
 
 interface RunningExecution {
   execution: JobExecution;
-  done: Promise<void>;
+  lease: Lease;
+  /** The handler has settled (or never started): only its outcome write may still be under way. */
+  handlerSettled: boolean;
+  done: Promise<ExecutionOutcome>;
 }
 
 /**
  * The worker: one poll loop with `concurrency` slots. A claim re-polls at once while a slot is free,
  * an empty poll sleeps `pollIntervalMs` (cut short by a local enqueue or a freed slot), and every
- * claim/finalize error is logged without stopping the loop.
+ * claim/finalize error is logged without stopping the loop. A slot is held until its handler settles and its
+ * outcome is written, never just until a timer fires.
  */
 @Injectable()
 export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+  /** Keyed by lock id: one job can have two executions here (a cancelled attempt still settling, and a retry). */
   private readonly running = new Map<string, RunningExecution>();
   private readonly runningPerName = new Map<string, number>();
   private readonly wakeup = new Wakeup();
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
+  /** Epoch ms after which no write is waited for any more (set when shutdown begins). */
+  private shutdownDeadline: number | undefined;
   private lastPollAt: Date | null = null;
   private lastError: string | null = null;
 
@@ -59,7 +64,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
   }
 
-  /** Stop claiming, let running handlers finish within `shutdownGraceMs`, then abort and release the rest. */
+  /**
+   * Stop claiming, let running handlers finish within `shutdownGraceMs`, abort the rest, and write what each did.
+   * Returns within `shutdownGraceMs + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS` whatever the database does.
+   */
   beforeApplicationShutdown(): Promise<void> {
     this.shutdownDone ??= this.shutdown();
     return this.shutdownDone;
@@ -70,9 +78,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.wakeup.wake();
   }
 
-  /** Aborts this process's execution of a job, if any. */
+  /** Aborts this process's executions of a job, if any. */
   abortLocal(jobId: string, reason: Error): void {
-    this.running.get(jobId)?.execution.abort(reason);
+    for (const entry of this.running.values()) {
+      if (entry.execution.jobId === jobId) entry.execution.abort(reason);
+    }
   }
 
   /** Poll-loop facts for health checks. `polling` is false before bootstrap, after shutdown, or with `worker: false`. */
@@ -85,14 +95,28 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     };
   }
 
-  /** Runs a claimed job to its end in this process and writes its result (poll loop and `runNow`). */
-  execute(claim: ClaimedJob): Promise<void> {
-    const jobId = claim.doc._id.toHexString();
-    const handler = this.registry.get(claim.doc.name);
-    if (!handler) {
-      return this.finalizer.failUnhandled(claim).catch((error) => this.logError(`Marking job ${jobId} failed`, error));
+  /**
+   * Runs a claimed job to its end in this process and writes its result (poll loop and `runNow`). Never rejects:
+   * a row that cannot run as stored is set aside (`failed`), and the outcome says the handler did not start.
+   */
+  async execute(claim: ClaimedJob): Promise<ExecutionOutcome> {
+    const jobId = describeJobId(claim.doc?._id);
+    try {
+      const problem = whyNotRunnable(claim.doc);
+      if (problem) return await this.setAside(claim, jobId, problem);
+      const handler = this.registry.get(claim.doc.name);
+      if (!handler) {
+        await this.finalizer.releaseUnhandled(claim, jobId);
+        return { kind: 'not_started', reason: `no handler for "${claim.doc.name}" in this process` };
+      }
+      return await this.start(claim, handler, jobId);
+    } catch (error) {
+      return this.setAside(claim, jobId, `starting it failed: ${messageOf(error)}`);
     }
-    const execution = new JobExecution(claim, handler);
+  }
+
+  private start(claim: ClaimedJob, handler: RegisteredJobHandler, jobId: string): Promise<ExecutionOutcome> {
+    const execution = new JobExecution(claim, handler, jobId);
     const about = { jobId, name: claim.doc.name, attempt: execution.context.attempt };
     const lease = this.heartbeat.open(claim, handler, {
       onStale: (error) => {
@@ -101,64 +125,116 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       },
       onRenewed: () => this.events.emit('renewed', about),
     });
+    const entry: RunningExecution = { execution, lease, handlerSettled: false, done: Promise.resolve({ kind: 'succeeded' }) };
+    this.running.set(claim.lockId, entry);
     this.adjustRunning(claim.doc.name, +1);
-    const done = execution
-      .run(lease, () => this.events.emit('started', about))
-      // A transient database error must not turn a finished job into a reclaimed (re-run, attempt-counted) one.
-      .then((outcome) => retryWithDelays(() => this.finalizer.finalize(execution, outcome), FINALIZE_RETRY_DELAYS_MS))
-      .catch((error) => this.logError(`Finalizing job ${jobId}`, error))
-      .finally(() => {
-        this.running.delete(jobId);
-        this.adjustRunning(claim.doc.name, -1);
-        this.wakeup.wake();
-      });
-    this.running.set(jobId, { execution, done });
-    return done;
+    entry.done = this.runToEnd(entry, about).finally(() => {
+      this.running.delete(claim.lockId);
+      this.adjustRunning(claim.doc.name, -1);
+      this.wakeup.wake();
+    });
+    return entry.done;
   }
 
+  /** Handler, then outcome write, under one lease that is renewed until the write has landed. */
+  private async runToEnd(entry: RunningExecution, about: { jobId: string; name: string }): Promise<ExecutionOutcome> {
+    const { execution, lease } = entry;
+    const settleMs = execution.handler.leaseMs;
+    let outcome: ExecutionOutcome = { kind: 'abandoned', reason: new Error('the execution failed to run') };
+    try {
+      outcome = await execution.run(lease, settleMs, {
+        onStarted: () => this.events.emit('started', { ...about, attempt: execution.context.attempt }),
+        onSettled: () => {
+          entry.handlerSettled = true;
+        },
+        onIgnoredAbort: (reason) =>
+          this.logger.warn(
+            `Job ${about.jobId} (${about.name}) ignores its signal: still running ${settleMs} ms after it was ` +
+              `aborted (${reason.message}). Its lease is no longer renewed; the job is taken over once it runs out ` +
+              `(${lease.expiresAt.toISOString()}), and this slot is freed then.`,
+          ),
+      });
+      entry.handlerSettled = true;
+      await this.finalizer.finalize(execution, outcome, lease, () => this.shutdownDeadline);
+    } catch (error) {
+      this.logError(`Finalizing job ${about.jobId}`, error);
+    } finally {
+      lease.close();
+    }
+    return outcome;
+  }
+
+  private async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<ExecutionOutcome> {
+    await this.finalizer
+      .setAside(claim, jobId, reason)
+      .catch((error: unknown) => this.logError(`Setting aside job ${jobId}`, error));
+    return { kind: 'not_started', reason: `the row cannot run as stored: ${reason}` };
+  }
+
+  /** One bad row or one failed call must never end the loop: anything thrown is logged and the loop goes on. */
   private async pollLoop(): Promise<void> {
     while (!this.stopping) {
-      if (this.running.size >= this.options.concurrency) {
-        this.lastPollAt = now(); // all slots busy is "on schedule" too
-        await this.wakeup.sleep(this.options.pollIntervalMs);
-        continue;
-      }
-      let claim: ClaimedJob | null;
       try {
-        claim = await this.claims.claimNext(this.saturatedNames());
+        await this.pollOnce();
       } catch (error) {
-        this.lastPollAt = now();
-        this.logError('Claiming a job', error);
+        this.logError('Polling', error);
         await this.wakeup.sleep(this.options.pollIntervalMs);
-        continue;
       }
+    }
+  }
+
+  private async pollOnce(): Promise<void> {
+    if (this.running.size >= this.options.concurrency) {
+      this.lastPollAt = now(); // all slots busy is "on schedule" too
+      await this.wakeup.sleep(this.options.pollIntervalMs);
+      return;
+    }
+    let claim: ClaimedJob | null;
+    try {
+      claim = await this.claims.claimNext(this.saturatedNames());
+    } catch (error) {
       this.lastPollAt = now();
-      if (!claim) {
-        await this.wakeup.sleep(this.options.pollIntervalMs);
-      } else if (this.stopping) {
-        // Shutdown began while this claim was in flight: hand it straight back rather than strand it.
-        await this.finalizer.releaseUnstarted(claim).catch((error) => this.logError('Releasing a claim', error));
-      } else {
-        void this.execute(claim);
-      }
+      this.logError('Claiming a job', error);
+      await this.wakeup.sleep(this.options.pollIntervalMs);
+      return;
+    }
+    this.lastPollAt = now();
+    if (!claim) {
+      await this.wakeup.sleep(this.options.pollIntervalMs);
+    } else if (this.stopping) {
+      // Shutdown began while this claim was in flight: hand it straight back rather than strand it.
+      await this.finalizer.releaseUnstarted(claim).catch((error) => this.logError('Releasing a claim', error));
+    } else {
+      void this.execute(claim);
     }
   }
 
   private async shutdown(): Promise<void> {
     this.stopping = true;
     this.wakeup.wake();
-    await this.loop;
-    if (this.running.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      const grace = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, this.options.shutdownGraceMs);
-      });
-      await Promise.race([Promise.all([...this.running.values()].map((entry) => entry.done)), grace]);
-      clearTimeout(timer);
-      for (const [jobId, entry] of this.running) entry.execution.abort(new WorkerShutdownError(jobId));
-      await Promise.all([...this.running.values()].map((entry) => entry.done));
+    const graceEnd = Date.now() + this.options.shutdownGraceMs;
+    const hardEnd = graceEnd + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS;
+    this.shutdownDeadline = hardEnd;
+    // A claim that hangs (database gone) is not waited for past the grace period; if it lands, it is released.
+    await settledBy(this.loop, graceEnd);
+    await settledBy(Promise.all(this.dones()), graceEnd);
+    for (const entry of this.running.values()) entry.execution.abort(new WorkerShutdownError(entry.execution.jobId));
+    await settledBy(Promise.all(this.dones()), Math.min(Date.now() + SHUTDOWN_SETTLE_MS, hardEnd));
+    await settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)), hardEnd);
+    for (const entry of this.running.values()) {
+      if (entry.handlerSettled) continue;
+      const { execution, lease } = entry;
+      this.logger.warn(
+        `Job ${execution.jobId} (${execution.claim.doc.name}) ignored the shutdown abort; its row stays owned until ` +
+          `its lease runs out (${lease.expiresAt.toISOString()}) and is then taken over by another worker`,
+      );
+      lease.stopRenewing();
     }
     this.logger.log(`Worker ${this.options.workerId} stopped`);
+  }
+
+  private dones(filter: (entry: RunningExecution) => boolean = () => true): Promise<unknown>[] {
+    return [...this.running.values()].filter(filter).map((entry) => entry.done);
   }
 
   private saturatedNames(): string[] {
@@ -181,4 +257,18 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.lastError = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
     this.logger.error(`${what} failed: ${detail}`);
   }
+}
+
+/** Resolves when `work` settles or at the absolute time `until` (epoch ms), whichever is first. Never rejects. */
+async function settledBy(work: Promise<unknown> | undefined, until: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, until - Date.now()));
+  });
+  await Promise.race([work?.catch(() => undefined), timeUp]);
+  clearTimeout(timer);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

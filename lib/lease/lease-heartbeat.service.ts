@@ -28,6 +28,7 @@ export class LeaseHeartbeat {
       heartbeatIntervalMs: handler.heartbeatIntervalMs,
       leaseMs: handler.leaseMs,
       renew: (requestedUntil) => this.repository.renewLease(doc._id, lockId, requestedUntil, now()),
+      relinquish: (until) => this.repository.relinquishLease(doc._id, lockId, until),
       onStale: hooks.onStale,
       onRenewed: hooks.onRenewed,
     });

@@ -28,6 +28,12 @@ export interface LeaseConfig {
   onStale: (error: LeaseLostError) => void;
   /** Called after each successful renewal with the new deadline (optional, for events). Must not throw. */
   onRenewed?: (lockedUntil: Date) => void;
+  /**
+   * Owner-fenced write that moves `lockedUntil` back to `until` (never forward). Called when a renewal lands
+   * after the watchdog already ended the lease: the server must agree with the watchdog, or the row would stay
+   * locked for nobody until the late deadline. Optional; errors are ignored (the late deadline then stands).
+   */
+  relinquish?: (until: Date) => Promise<void>;
   /** Clock, defaults to `Date.now` (tests use jest fake timers, which also fake `Date.now`). */
   now?: () => number;
 }
@@ -103,6 +109,14 @@ export class Lease {
   private writing: RenewalRequest | null = null;
   private started = false;
   private closed = false;
+  /** Set by stopRenewing(): the lease is left to run out at its current deadline. */
+  private renewalsStopped = false;
+  private handedBack = false;
+  private resolveLost: (error: LeaseLostError) => void = ignore;
+  /** Resolves with the stale error when the lease is lost; never settles if the lease closes first. */
+  readonly lost: Promise<LeaseLostError> = new Promise((resolve) => {
+    this.resolveLost = resolve;
+  });
   private staleError: LeaseLostError | null = null;
   private writeCount = 0;
   private inFlight = 0;
@@ -156,7 +170,24 @@ export class Lease {
     if (!isValidDuration(ms)) return Promise.reject(new InvalidDurationError('extendLockTime(ms)', ms));
     if (this.staleError) return Promise.reject(this.staleError);
     if (this.closed) return Promise.resolve();
+    if (this.renewalsStopped) {
+      return Promise.reject(new LeaseLostError(this.config.jobId, this.config.lockId, 'expired'));
+    }
     return this.enqueue(ms).promise;
+  }
+
+  /**
+   * Stops every further renewal (heartbeat and extend) but keeps the watchdog: the lease runs out at its current
+   * deadline and then goes stale as usual. For a handler that ignores its abort: its row is then taken over like a
+   * crashed worker's, and never earlier. A write already in flight may still land.
+   */
+  stopRenewing(): void {
+    if (this.renewalsStopped || this.isTerminal) return;
+    this.renewalsStopped = true;
+    this.stopHeartbeat();
+    const pending = this.pending;
+    this.pending = null;
+    pending?.reject(new LeaseLostError(this.config.jobId, this.config.lockId, 'expired'));
   }
 
   /** Current deadline (never moves backwards). */
@@ -205,7 +236,7 @@ export class Lease {
   }
 
   private beat(): void {
-    if (this.isTerminal) return;
+    if (this.isTerminal || this.renewalsStopped) return;
     const request = this.enqueue(this.config.leaseMs);
     // Nobody awaits the heartbeat; guard once per request, so ticks during a hung write add nothing.
     if (!request.guarded) {
@@ -251,9 +282,13 @@ export class Lease {
       return;
     }
     this.inFlight -= 1;
-    if (this.isTerminal) return;
+    if (this.isTerminal) {
+      if (this.staleError && lockedUntil && lockedUntil.getTime() > this.deadline) this.handBack();
+      return;
+    }
     if (lockedUntil === null) {
-      this.goStale('taken-over'); // rejects this request with the stale error
+      // The filter also requires a live lease by the writer's clock: no match means lost, whoever holds the row.
+      this.goStale(this.now() >= this.deadline ? 'expired' : 'taken-over'); // rejects this request
       return;
     }
     this.writing = null;
@@ -307,15 +342,28 @@ export class Lease {
     this.staleError = error;
     this.teardown();
     this.settleOutstanding((request) => request.reject(error));
+    this.resolveLost(error);
     this.notify(() => this.config.onStale(error));
   }
 
-  /** No timer, subscription or listener outlives the execution. */
-  private teardown(): void {
+  /** A renewal moved the row's deadline past the one the watchdog ended: move it back, once, best effort. */
+  private handBack(): void {
+    const relinquish = this.config.relinquish;
+    if (!relinquish || this.handedBack) return;
+    this.handedBack = true;
+    relinquish(new Date(this.deadline)).catch(ignore);
+  }
+
+  private stopHeartbeat(): void {
     if (this.heartbeat !== undefined) {
       clearTimeout(this.heartbeat); // clears the first-beat timeout and the interval alike
       this.heartbeat = undefined;
     }
+  }
+
+  /** No timer, subscription or listener outlives the execution. */
+  private teardown(): void {
+    this.stopHeartbeat();
     this.disarmWatchdog();
     this.subscription.unsubscribe();
     this.trigger.complete();

@@ -113,11 +113,17 @@ export class JobsRepository implements OnModuleInit {
    */
   async renewLease(id: Types.ObjectId, lockId: string, requestedUntil: Date, now: Date): Promise<Date | null> {
     const row = await this.collection.findOneAndUpdate(
-      owned(id, lockId),
+      // Only a live lease can be renewed: once it has run out by our clock, the watchdog has ended it too.
+      { ...owned(id, lockId), lockedUntil: { $gt: now } },
       { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
       { returnDocument: 'after', projection: { lockedUntil: 1 } },
     );
     return row?.lockedUntil ?? null;
+  }
+
+  /** Moves a lease this lock holds back to `until` (a renewal that landed after its watchdog ended the lease). */
+  async relinquishLease(id: Types.ObjectId, lockId: string, until: Date): Promise<void> {
+    await this.collection.updateOne(owned(id, lockId), { $min: { lockedUntil: until } });
   }
 
   complete(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
@@ -159,6 +165,17 @@ export class JobsRepository implements OnModuleInit {
   deadLetter(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
     return this.updateOwned(id, lockId, {
       $set: { status: 'dead', finishedAt: now, updatedAt: now },
+      $unset: RELEASED_FIELDS,
+    });
+  }
+
+  /**
+   * Dead-letters a job whose outcome write the server refused for good: only small, fixed fields are written
+   * (no attempt pushed, no counter incremented), so the refused part cannot be refused again.
+   */
+  deadLetterUnstorable(id: Types.ObjectId, lockId: string, reason: string, now: Date): Promise<boolean> {
+    return this.updateOwned(id, lockId, {
+      $set: { status: 'dead', lastError: reason, finishedAt: now, updatedAt: now },
       $unset: RELEASED_FIELDS,
     });
   }

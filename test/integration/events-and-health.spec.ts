@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
+import { filter, map, config as rxjsConfig } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobsHealthModule } from '../../lib/health';
 // The sample's controller is exactly what a user writes: test that one rather than a copy.
@@ -48,6 +49,32 @@ describe('events and health', () => {
     expect(mine[2].error).toBe('first attempt fails');
     expect(mine.every((e) => e.name === 'flaky-once' && e.at instanceof Date)).toBe(true);
     expect(JSON.stringify(mine)).not.toContain('do-not-leak');
+  });
+
+  it('isolates a throwing events$ subscriber: the job still completes and nothing reaches RxJS as unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const previous = rxjsConfig.onUnhandledError;
+    rxjsConfig.onUnhandledError = (error) => unhandled.push(error);
+    const seen: string[] = [];
+    const subscriptions = [
+      app.jobs.events$.subscribe(() => {
+        throw new Error('subscriber bug');
+      }),
+      app.jobs.events$.pipe(filter((e) => e.type === 'completed')).subscribe(() => {
+        throw 'piped subscriber bug';
+      }),
+      app.jobs.events$.pipe(map((e) => e.type)).subscribe((type) => seen.push(type)),
+    ];
+    try {
+      const job = await app.jobs.enqueue('flaky-once', {});
+      await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the job to complete');
+      await new Promise((resolve) => setTimeout(resolve, 20)); // RxJS reports unhandled errors on a timer
+      expect(unhandled).toEqual([]);
+      expect(seen).toContain('completed'); // other subscribers still get every event
+    } finally {
+      for (const subscription of subscriptions) subscription.unsubscribe();
+      rxjsConfig.onUnhandledError = previous;
+    }
   });
 
   it('reports up while the poll loop polls, with worker facts', async () => {

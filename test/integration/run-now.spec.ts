@@ -78,4 +78,28 @@ describe('JobsService.runNow', () => {
     expect(outcomes.find((o) => o.kind === 'executed')).toMatchObject({ job: { status: 'completed' } });
     expect(calls.length - before).toBe(1);
   });
+
+  it('answers not_started, without calling the handler, when the claim comes back after its own lease ended', async () => {
+    const shortLease = await createJobsTestApp({
+      dbName: uniqueDatabaseName('run_now_late'),
+      options: { worker: false, leaseMs: 200 },
+      providers: [RunNowHandlers],
+    });
+    try {
+      const job = await shortLease.jobs.enqueue('now', {});
+      const claimById = shortLease.repository.claimById.bind(shortLease.repository);
+      shortLease.repository.claimById = async (...args) => {
+        const claimed = await claimById(...args);
+        await new Promise((resolve) => setTimeout(resolve, 300)); // the answer arrives after lockedUntil
+        return claimed;
+      };
+      const before = calls.length;
+      const outcome = await shortLease.jobs.runNow(job.id);
+      expect(outcome).toMatchObject({ kind: 'not_started', job: { id: job.id } });
+      expect(outcome.kind === 'not_started' && outcome.reason).toMatch(/lease/i);
+      expect(calls.length).toBe(before);
+    } finally {
+      await shortLease.close();
+    }
+  });
 });

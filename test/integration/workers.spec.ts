@@ -146,4 +146,16 @@ describe('several workers on one database', () => {
     expect(after).toEqual(before);
     expect(after).toMatchObject({ status: 'running', lockedBy: second?.lockId, attemptCount: 1 });
   });
+
+  it('refuses a renewal once the lease has run out by the writer’s clock, even with the owner’s own lock', async () => {
+    const app = await start(uniqueDatabaseName('renew_expired'), 'owner', { worker: false });
+    const job = await app.jobs.enqueue('count', {});
+    const claim = await app.get(JobClaimService).claimNext();
+    if (!claim) throw new Error('expected a claim');
+    const expiredAt = new Date(Date.now() - 1);
+    await app.connection.collection('jobs').updateOne({ _id: claim.doc._id }, { $set: { lockedUntil: expiredAt } });
+    // Nobody took the row over yet, but its lease is over: renewing now would revive a lease the watchdog ended.
+    expect(await app.repository.renewLease(claim.doc._id, claim.lockId, new Date(Date.now() + 60_000), new Date())).toBeNull();
+    expect((await app.jobs.findById(job.id))?.lockedUntil).toEqual(expiredAt);
+  });
 });

@@ -24,6 +24,10 @@ export interface JobsTestAppOptions {
   providers?: Provider[];
   controllers?: Type<unknown>[];
   imports?: DynamicModule[];
+  /** Server to connect to (e.g. a TcpProxy's uri). @default the test server */
+  uri?: string;
+  /** Extra mongoose connection options (driver timeouts for chaos tests). */
+  mongoose?: Record<string, unknown>;
 }
 
 /** A real Nest application context: real mongoose connection, real JobsModule, the given handler providers. */
@@ -41,7 +45,7 @@ export async function createJobsTestApp(setup: JobsTestAppOptions): Promise<Jobs
 async function bootJobsTestApp(setup: JobsTestAppOptions): Promise<JobsTestApp> {
   const module = await Test.createTestingModule({
     imports: [
-      MongooseModule.forRoot(testMongoUri(), { dbName: setup.dbName }),
+      MongooseModule.forRoot(setup.uri ?? testMongoUri(), { dbName: setup.dbName, ...setup.mongoose }),
       setup.jobsModule ?? JobsModule.forRoot({ pollIntervalMs: 50, ...setup.options }),
       ...(setup.imports ?? []),
     ],

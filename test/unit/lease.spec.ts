@@ -430,6 +430,36 @@ describe('Lease', () => {
       expect(onStale).toHaveBeenCalledTimes(1);
     });
 
+    it('hands back a renewal that landed after the watchdog ended the lease, so the row is not held for nobody', async () => {
+      const relinquish = jest.fn<(until: Date) => Promise<void>>(async () => undefined);
+      const { lease, store } = setup({ claimMs: 100, relinquish });
+      lease.start();
+      track(lease.extend(1_000));
+      await jest.advanceTimersByTimeAsync(100); // stale at the claim's deadline, the write still in flight
+      expect(lease.isStale).toBe(true);
+      store.writes[0].succeed(); // the server moved lockedUntil to t0+1000 after all
+      await flush();
+      expect(relinquish).toHaveBeenCalledTimes(1);
+      expect(relinquish.mock.calls[0][0].getTime()).toBe(T0 + 100);
+    });
+
+    it('stopRenewing(): no further writes, extend() is refused, and the lease runs out at its deadline', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      store.auto = { delayMs: 0 };
+      lease.start();
+      await jest.advanceTimersByTimeAsync(100); // one heartbeat: deadline t0+400
+      expect(store.writes).toHaveLength(1);
+      lease.stopRenewing();
+      await expect(lease.extend(1_000)).rejects.toBeInstanceOf(LeaseLostError);
+      await jest.advanceTimersByTimeAsync(299);
+      expect(store.writes).toHaveLength(1);
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(lease.isStale).toBe(true);
+      expect(onStale.mock.calls[0][0].reason).toBe('expired');
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
     it('goes stale at once when a renewal lands after the deadline, before the timer could run', async () => {
       let clock = T0;
       const { lease, store, onStale, onRenewed } = setup({ claimMs: 100, now: () => clock });

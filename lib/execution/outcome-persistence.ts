@@ -1,0 +1,68 @@
+import type { Lease } from '../lease/lease';
+import { isTransientDatabaseError } from '../persistence/database-errors';
+
+/** One owner-fenced outcome write: true when it matched the row this execution owns. */
+export type OutcomeWrite = () => Promise<boolean>;
+
+export type PersistResult =
+  | { kind: 'written' }
+  /** The fence did not match: the row was cancelled or taken over. */
+  | { kind: 'not_owned' }
+  /** The server refused this write for good (e.g. a document over 16 MB); sending it again cannot help. */
+  | { kind: 'refused'; error: unknown }
+  /** The lease was lost, or the shutdown deadline passed, before a write landed. */
+  | { kind: 'gave_up'; why: string };
+
+/** Waits after the n-th transient failure: 50 ms doubling, at most 1 s. */
+const RETRY_BASE_MS = 50;
+const RETRY_MAX_MS = 1_000;
+
+const LOST = Symbol('lost');
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * Sends `write` until it lands. Until then the execution still owns the row and its lease keeps being renewed, so a
+ * database outage shorter than the lease does not turn a finished job into a reclaimed (re-run, charged) one. Stops
+ * when the lease is lost (the row is then reclaimed like a crashed worker's) or when `deadline()` (epoch ms, set
+ * during shutdown) passes; a write that hangs is abandoned at either point, not awaited.
+ */
+export async function persistOutcome(
+  write: OutcomeWrite,
+  lease: Lease,
+  deadline: () => number | undefined = () => undefined,
+): Promise<PersistResult> {
+  const lost = lease.lost.then((): typeof LOST => LOST);
+  for (let failures = 0; ; failures += 1) {
+    if (lease.isStale) return { kind: 'gave_up', why: 'the lease was lost' };
+    let answer: boolean | typeof LOST | typeof TIMED_OUT;
+    try {
+      answer = await raceDeadline(Promise.race([write(), lost]), deadline());
+    } catch (error) {
+      if (!isTransientDatabaseError(error)) return { kind: 'refused', error };
+      const waitMs = Math.min(RETRY_BASE_MS * 2 ** failures, RETRY_MAX_MS);
+      answer = await raceDeadline(Promise.race([sleep(waitMs).then((): true => true), lost]), deadline());
+      if (answer === true) continue;
+    }
+    if (answer === LOST) return { kind: 'gave_up', why: 'the lease was lost' };
+    if (answer === TIMED_OUT) return { kind: 'gave_up', why: 'shutdown deadline passed' };
+    return answer ? { kind: 'written' } : { kind: 'not_owned' };
+  }
+}
+
+/** Races `work` against an absolute deadline (none: just `work`). A write left behind is fenced and harmless. */
+async function raceDeadline<T>(work: Promise<T>, deadline: number | undefined): Promise<T | typeof TIMED_OUT> {
+  if (deadline === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([work, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

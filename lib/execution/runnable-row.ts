@@ -1,0 +1,41 @@
+import type { JobDocument } from '../persistence/job.schema';
+
+/** A readable id for any `_id` a row may have (hex for an ObjectId); never throws. */
+export function describeJobId(id: unknown): string {
+  if (isObjectId(id)) return id.toHexString();
+  try {
+    return typeof id === 'string' ? id : (JSON.stringify(id) ?? String(id));
+  } catch {
+    return Object.prototype.toString.call(id);
+  }
+}
+
+/**
+ * Why a claimed row cannot run as stored, or undefined when it can. Rows written by hand, by another tool or by a
+ * buggy version must be set aside with a reason, not crash the worker that claimed them.
+ */
+export function whyNotRunnable(doc: JobDocument): string | undefined {
+  const row = doc as unknown as Record<string, unknown>;
+  if (!isObjectId(row._id)) return `its _id ${describeJobId(row._id)} is not an ObjectId`;
+  if (typeof row.name !== 'string') return 'its name is not a string';
+  if (!isCount(row.attemptCount)) return `its attemptCount (${describeJobId(row.attemptCount)}) is malformed`;
+  if (!isCount(row.maxAttempts) || row.maxAttempts === 0) {
+    return `its maxAttempts (${describeJobId(row.maxAttempts)}) is malformed`;
+  }
+  if (typeof row.fencingToken !== 'number') return 'its fencingToken is malformed';
+  if (!(row.lockedUntil instanceof Date)) return 'its lockedUntil is malformed';
+  return undefined;
+}
+
+function isObjectId(value: unknown): value is { toHexString(): string } {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { _bsontype?: unknown })._bsontype === 'ObjectId' &&
+    typeof (value as { toHexString?: unknown }).toHexString === 'function'
+  );
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
