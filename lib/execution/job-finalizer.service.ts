@@ -31,8 +31,8 @@ export class JobFinalizer {
         return this.report(label, 'completed', written);
       }
       case 'failed': {
-        const { message, errorClass } = errorInfo(outcome.error);
-        const attempt = { at, error: message, errorClass };
+        const { message, errorClass, stack } = errorInfo(outcome.error);
+        const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
         const attemptsAfter = doc.attemptCount + 1;
         const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
         const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));

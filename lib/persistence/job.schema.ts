@@ -36,7 +36,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       priority: { type: Number, default: 0 },
       attemptCount: { type: Number, default: 0 },
       maxAttempts: { type: Number, required: true },
-      attempts: [{ _id: false, at: Date, error: String, errorClass: String }],
+      attempts: [{ _id: false, at: Date, error: String, errorClass: String, stack: String }],
       lastError: String,
       lockedBy: String,
       lockedUntil: Date,
