@@ -5,6 +5,7 @@ import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import type { Lease } from '../lease/lease';
+import { decodePayload } from '../utils/payload-codec';
 import type { JobExecutionContext } from './job-execution-context';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
@@ -92,7 +93,9 @@ export class JobExecution {
     onStarted();
     let outcome: ExecutionOutcome;
     try {
-      const invocation = Promise.resolve().then(() => this.handler.handler(this.claim.doc.payload, this.context));
+      const invocation = Promise.resolve().then(() =>
+        this.handler.handler(decodePayload(this.claim.doc.payload), this.context),
+      );
       // A handler that rejects after we stopped waiting must not become an unhandled rejection.
       invocation.catch(() => undefined);
       await Promise.race([invocation, aborted]);
