@@ -33,6 +33,7 @@ describe('payload round trip through MongoDB', () => {
     bytes: new Uint8Array([0, 1, 255]),
     nested: { list: [Buffer.from([7]), new Uint8Array([8])], empty: Buffer.alloc(0) },
     text: 'plain',
+    numbers: [Number.NaN, Number.POSITIVE_INFINITY, -0, 2 ** 53],
   });
   /** Bytes come back as Buffers, a Uint8Array included (a Buffer is a Uint8Array). */
   const expected = () => ({
@@ -40,6 +41,7 @@ describe('payload round trip through MongoDB', () => {
     bytes: Buffer.from([0, 1, 255]),
     nested: { list: [Buffer.from([7]), Buffer.from([8])], empty: Buffer.alloc(0) },
     text: 'plain',
+    numbers: [Number.NaN, Number.POSITIVE_INFINITY, -0, 2 ** 53],
   });
 
   async function runEcho(payload: unknown): Promise<unknown> {
@@ -72,8 +74,10 @@ describe('payload round trip through MongoDB', () => {
     await expect(app.jobs.enqueue('echo', record?.payload, { delayMs: 3_600_000 })).resolves.toBeDefined();
   });
 
-  it('drops object keys whose value is undefined (as JSON does); undefined array items become null', async () => {
-    const payload = (await runEcho({ kept: 1, gone: undefined, list: [1, undefined] })) as Record<string, unknown>;
+  it('drops undefined and symbol-keyed object entries (as JSON does); undefined array items become null', async () => {
+    const sent = { kept: 1, gone: undefined, list: [1, undefined], [Symbol('meta')]: 'x' };
+    const payload = (await runEcho(sent)) as Record<string | symbol, unknown>;
+    expect(Object.getOwnPropertySymbols(payload)).toEqual([]);
     expect(Object.keys(payload)).toEqual(['kept', 'list']);
     expect(payload.list).toEqual([1, null]);
   });
