@@ -13,8 +13,12 @@ export const JOBS_LOGGER_CONTEXT = 'Jobs';
 /** History entries kept per job; older attempts are dropped so a document never grows without bound. */
 export const MAX_ATTEMPT_HISTORY = 50;
 
-/** MongoDB's document size limit; payloads must leave room for the job's own fields. */
-export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+/**
+ * MongoDB's document size limit minus room for the job's own fields, above all a full attempt history
+ * (MAX_ATTEMPT_HISTORY × bounded message, class and stack, about 330 KB at worst): a job with the largest
+ * payload must still be able to record its failures.
+ */
+export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024 - 512 * 1024;
 
 /** Longest accepted duration (~31 years): longer is a unit mistake, and ~2^52 ms past now is no valid Date. */
 export const MAX_DURATION_MS = 1e12;

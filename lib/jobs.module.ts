@@ -7,6 +7,7 @@ import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobsExplorer } from './discovery/jobs.explorer';
 import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor';
 import { JobDocumentFactory } from './enqueue/job-document.factory';
+import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error';
 import { JobEvents } from './events/job-events';
 import { JobFinalizer } from './execution/job-finalizer.service';
 import { JobRunner } from './execution/job-runner.service';
@@ -63,8 +64,10 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     },
     {
       provide: JOBS_MODEL,
-      inject: [getConnectionToken(connectionName), JOBS_RESOLVED_OPTIONS],
-      useFactory: (connection: Connection, options: ResolvedJobsOptions) => {
+      // Optional, so a missing connection fails with what to import instead of Nest's error about an internal token.
+      inject: [{ token: getConnectionToken(connectionName), optional: true }, JOBS_RESOLVED_OPTIONS],
+      useFactory: (connection: Connection | undefined, options: ResolvedJobsOptions) => {
+        if (!connection) throw new MongooseConnectionMissingError(connectionName);
         const modelName = `NestjsMongoJobs:${options.collectionName}`;
         return (
           connection.models[modelName] ??

@@ -24,6 +24,16 @@ export function resolveJobHandler(
   }
   const option = (key: string) => `@JobHandler('${name}').${key} on ${site}`;
   const leaseMs = duration(option('leaseMs'), options.leaseMs ?? moduleOptions.leaseMs);
+  if (leaseMs < moduleOptions.leaseMs) {
+    // Every claim locks its row for the module's lease before it knows the row's handler: a shorter one would be
+    // ignored, and a crashed worker's job would wait the module's lease anyway.
+    throw new InvalidOptionError(
+      option('leaseMs'),
+      leaseMs,
+      `must be at least the module's leaseMs (${moduleOptions.leaseMs}); for a shorter lease on this handler, ` +
+        "lower the module's leaseMs and raise it per handler on the others",
+    );
+  }
   const backoff = {
     baseMs: duration(option('backoff.baseMs'), options.backoff?.baseMs ?? moduleOptions.backoff.baseMs),
     maxMs: duration(option('backoff.maxMs'), options.backoff?.maxMs ?? moduleOptions.backoff.maxMs),
@@ -36,7 +46,7 @@ export function resolveJobHandler(
     maxAttempts: positiveInteger(option('maxAttempts'), options.maxAttempts ?? moduleOptions.maxAttempts),
     backoff,
     leaseMs,
-    // A shorter lease than the module's keeps the module's ratio; the module's interval otherwise.
+    // A longer lease than the module's is renewed at a third of it; the module's interval otherwise.
     heartbeatIntervalMs: options.leaseMs === undefined ? moduleOptions.heartbeatIntervalMs : leaseMs / 3,
     timeoutMs:
       options.timeoutMs === undefined ? undefined : duration(option('timeoutMs'), options.timeoutMs, MAX_TIMER_MS),

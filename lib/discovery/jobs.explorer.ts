@@ -1,7 +1,9 @@
-import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import { JobsModuleImportedTwiceError } from '../errors/jobs-module-imported-twice.error';
+import { RequestScopedJobHandlerError } from '../errors/request-scoped-job-handler.error';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { type BoundJobHandler, JobHandlerRegistry } from './job-handler.registry';
 import { resolveJobHandler } from './job-handler-options.resolver';
@@ -10,7 +12,7 @@ import { JobsMetadataAccessor } from './jobs-metadata.accessor';
 /** Finds `@JobHandler` methods on providers and controllers and binds them into the registry. */
 @Injectable()
 export class JobsExplorer implements OnModuleInit {
-  private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+  private explored = false;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -21,8 +23,25 @@ export class JobsExplorer implements OnModuleInit {
   ) {}
 
   onModuleInit(): void {
-    const wrappers: InstanceWrapper[] = [...this.discovery.getProviders(), ...this.discovery.getControllers()];
-    for (const wrapper of wrappers) this.explore(wrapper);
+    this.exploreOnce();
+  }
+
+  /**
+   * Fills the registry, the first time only. Also called by the first enqueue, which may come from another module's
+   * `onModuleInit` before ours ran: it must validate names and pick handler options as any later enqueue does.
+   */
+  exploreOnce(): void {
+    if (this.explored) return;
+    this.explored = true;
+    const providers = this.discovery.getProviders();
+    this.assertSingleJobsModule(providers);
+    for (const wrapper of [...providers, ...this.discovery.getControllers()]) this.explore(wrapper);
+  }
+
+  /** Each JobsModule import brings its own worker and JobsService: two in one application is always a mistake. */
+  private assertSingleJobsModule(providers: InstanceWrapper[]): void {
+    const imports = providers.filter((wrapper) => wrapper.metatype === JobsExplorer).length;
+    if (imports > 1) throw new JobsModuleImportedTwiceError(imports);
   }
 
   private explore(wrapper: InstanceWrapper): void {
@@ -37,13 +56,8 @@ export class JobsExplorer implements OnModuleInit {
       const metadata = this.accessor.getJobHandlerMetadata(method);
       if (!metadata) continue;
       const site = `${className}.${methodName}`;
-      if (!isStatic) {
-        // A request-scoped instance only exists inside a request; a background job has none.
-        this.logger.warn(
-          `Skipping @JobHandler('${String(metadata.name)}') on ${site}: request-scoped providers cannot run jobs`,
-        );
-        continue;
-      }
+      // A request-scoped instance only exists inside a request; a background job has none, so it could never run.
+      if (!isStatic) throw new RequestScopedJobHandlerError(String(metadata.name), site);
       const bound = method.bind(instance) as BoundJobHandler;
       this.registry.register(resolveJobHandler(metadata, bound, site, this.options));
     }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
+import { JobsExplorer } from '../discovery/jobs.explorer';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { UnknownJobError } from '../errors/unknown-job.error';
 import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
@@ -15,6 +16,7 @@ import { duration, finiteNumber, nonEmptyString, positiveInteger } from '../util
 export class JobDocumentFactory {
   constructor(
     private readonly registry: JobHandlerRegistry,
+    private readonly explorer: JobsExplorer,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
@@ -23,6 +25,7 @@ export class JobDocumentFactory {
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionError('options', options, 'must be an object');
     }
+    this.explorer.exploreOnce(); // an enqueue from another module's onModuleInit may precede ours
     const handler = this.registry.get(jobName);
     if ((options.strict ?? true) && !handler && this.registry.size > 0) {
       throw new UnknownJobError(jobName, this.registry.names());

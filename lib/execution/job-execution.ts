@@ -6,6 +6,7 @@ import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import type { Lease } from '../lease/lease';
 import { MAX_TIMER_MS } from '../jobs.constants';
+import { decodePayload } from '../utils/payload-codec';
 import type { JobExecutionContext } from './job-execution-context';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
@@ -108,7 +109,7 @@ export class JobExecution {
     timer?.unref?.();
     hooks.onStarted?.();
     const settlement: Promise<Settlement> = Promise.resolve()
-      .then(() => this.handler.handler(this.claim.doc.payload, this.context))
+      .then(() => this.handler.handler(decodePayload(this.claim.doc.payload), this.context))
       .then(
         () => ({ ok: true }) as const,
         (error: unknown) => ({ ok: false, error }) as const,

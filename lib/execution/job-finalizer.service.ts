@@ -48,7 +48,7 @@ export class JobFinalizer {
         break;
       case 'failed': {
         const { message, errorClass, stack } = errorInfo(outcome.error);
-        const attempt = { at, error: message, errorClass, stack };
+        const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
         const attemptsAfter = doc.attemptCount + 1;
         const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
         const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));

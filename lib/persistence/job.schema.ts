@@ -1,4 +1,5 @@
 import { Schema, Types } from 'mongoose';
+import { decodePayload } from '../utils/payload-codec';
 import { JOB_STATUSES, type JobAttempt, type JobRecord, type JobStatus } from './job.types';
 
 /** The document in MongoDB. Optional fields are absent (unset) rather than null. */
@@ -36,7 +37,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       priority: { type: Number, default: 0 },
       attemptCount: { type: Number, default: 0 },
       maxAttempts: { type: Number, required: true },
-      attempts: [{ _id: false, at: Date, error: String, errorClass: String }],
+      attempts: [{ _id: false, at: Date, error: String, errorClass: String, stack: String }],
       lastError: String,
       lockedBy: String,
       lockedUntil: Date,
@@ -65,7 +66,7 @@ export function toJobRecord<TPayload = unknown>(doc: JobDocument): JobRecord<TPa
   return {
     id: doc._id.toHexString(),
     name: doc.name,
-    payload: doc.payload as TPayload,
+    payload: decodePayload(doc.payload) as TPayload,
     status: doc.status,
     runAt: doc.runAt,
     priority: doc.priority ?? 0,

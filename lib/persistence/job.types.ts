@@ -3,12 +3,15 @@ export type JobStatus = 'pending' | 'running' | 'completed' | 'dead' | 'failed' 
 
 export const JOB_STATUSES: readonly JobStatus[] = ['pending', 'running', 'completed', 'dead', 'failed', 'cancelled'];
 
-/** One finished-without-success attempt. */
+/** One finished-without-success attempt. Error text is bounded (a few KB); longer text ends with `… [truncated, …]`. */
 export interface JobAttempt {
   at: Date;
+  /** The error's message (at most 2 KB). */
   error: string;
-  /** Class name of the error (`LeaseExpired` for an attempt lost with its worker). */
+  /** Class name of the error (`LeaseExpired` for an attempt lost with its worker, `NonError` for a thrown non-Error). */
   errorClass: string;
+  /** The error's stack and its `cause` chain (at most 4 KB, start and end kept); absent for non-Errors and lost leases. */
+  stack?: string;
 }
 
 /** A job as stored, with `id` as a hex string. */
@@ -25,6 +28,7 @@ export interface JobRecord<TPayload = unknown> {
   maxAttempts: number;
   /** Most recent failed attempts, oldest first. */
   attempts: JobAttempt[];
+  /** Message of the most recent failure (bounded like `attempts[].error`). */
   lastError: string | null;
   /** Lock id of the execution that owns the job while `running`. */
   lockedBy: string | null;

@@ -10,6 +10,8 @@ const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
 const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeKey: '' } as const;
 const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
+/** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
+const INSERT_OPTIONS = { ignoreUndefined: true } as const;
 
 export type NewJobDocument = Omit<JobDocument, '_id'>;
 
@@ -28,7 +30,7 @@ export class JobsRepository implements OnModuleInit {
   }
 
   async insert(doc: NewJobDocument): Promise<JobDocument> {
-    const { insertedId } = await this.collection.insertOne(doc as JobDocument);
+    const { insertedId } = await this.collection.insertOne(doc as JobDocument, INSERT_OPTIONS);
     return { ...doc, _id: insertedId } as JobDocument;
   }
 
@@ -46,7 +48,7 @@ export class JobsRepository implements OnModuleInit {
   async insertMany(docs: NewJobDocument[]): Promise<{ ids: Map<number, Types.ObjectId>; duplicateIndexes: number[] }> {
     const ids = new Map<number, Types.ObjectId>();
     try {
-      const result = await this.collection.insertMany(docs as JobDocument[], { ordered: false });
+      const result = await this.collection.insertMany(docs as JobDocument[], { ...INSERT_OPTIONS, ordered: false });
       for (const [index, id] of Object.entries(result.insertedIds)) ids.set(Number(index), id);
       return { ids, duplicateIndexes: [] };
     } catch (error) {

@@ -1,3 +1,4 @@
+import { isUint8Array } from 'node:util/types';
 import { mongo } from 'mongoose';
 import { InvalidPayloadError } from '../errors/invalid-payload.error';
 import { MAX_PAYLOAD_BYTES } from '../jobs.constants';
@@ -5,14 +6,15 @@ import { MAX_PAYLOAD_BYTES } from '../jobs.constants';
 const MAX_DEPTH = 90;
 
 /**
- * Accepts plain data MongoDB stores and gives back unchanged: JSON-like values, Dates, Buffers and
- * ObjectIds. Rejects, naming the path, what would be lost or refused: functions, symbols, bigints,
- * class instances (Map, Set, …), circular references, `$`-prefixed or dotted keys, invalid Dates, and
- * payloads over the document size limit.
+ * Accepts plain data MongoDB stores and gives back (through the payload codec) as it was: JSON-like values, Dates,
+ * Buffers, Uint8Arrays (read back as Buffers) and ObjectIds. Rejects, naming the path, what would be lost or refused: functions, symbols,
+ * bigints, class instances (Map, Set, other typed arrays, …), circular references, `$`-prefixed or dotted keys,
+ * invalid Dates, and payloads over the document size limit. What changes silently is documented in the README
+ * (undefined, symbol keys, -0).
  */
 export function assertStorablePayload(payload: unknown): void {
   visit(payload, '', new Set(), 0);
-  const bytes = mongo.BSON.calculateObjectSize({ payload: payload ?? null });
+  const bytes = mongo.BSON.calculateObjectSize({ payload: payload ?? null }, { ignoreUndefined: true });
   if (bytes > MAX_PAYLOAD_BYTES) {
     throw new InvalidPayloadError('', `is ${bytes} bytes as BSON, over the limit of ${MAX_PAYLOAD_BYTES}`);
   }
@@ -38,14 +40,17 @@ function visit(value: unknown, path: string, ancestors: Set<object>, depth: numb
     if (Number.isNaN(object.getTime())) throw new InvalidPayloadError(path, 'is an invalid Date');
     return;
   }
-  if (Buffer.isBuffer(object) || isObjectId(object)) return;
+  if (isUint8Array(object) || isObjectId(object)) return;
   if (depth > MAX_DEPTH) throw new InvalidPayloadError(path, `nests deeper than ${MAX_DEPTH} levels`);
   if (ancestors.has(object)) throw new InvalidPayloadError(path, 'is a circular reference');
   const prototype = Object.getPrototypeOf(object);
   const isArray = Array.isArray(object);
   if (!isArray && prototype !== Object.prototype && prototype !== null) {
     const kind = prototype?.constructor?.name ?? 'unknown';
-    throw new InvalidPayloadError(path, `is a ${kind} instance; use plain objects and arrays`);
+    const hint = ArrayBuffer.isView(object)
+      ? 'store its bytes as a Buffer or Uint8Array'
+      : 'use plain objects and arrays';
+    throw new InvalidPayloadError(path, `is a ${kind} instance; ${hint}`);
   }
   ancestors.add(object);
   for (const [key, child] of Object.entries(object)) {

@@ -1,17 +1,26 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable, Module, Scope, type Type } from '@nestjs/common';
+import { type DynamicModule, Global, Injectable, Module, type OnModuleInit, Scope, type Type } from '@nestjs/common';
+import { MongooseModule } from '@nestjs/mongoose';
+import { Test } from '@nestjs/testing';
+import mongoose from 'mongoose';
 import {
   DuplicateJobHandlerError,
   InvalidOptionError,
   JobHandler,
   JobsModule,
+  type JobsModuleExtras,
+  JobsModuleImportedTwiceError,
   type JobsModuleOptions,
   type JobsOptionsFactory,
+  JobsService,
+  MongooseConnectionMissingError,
+  RequestScopedJobHandlerError,
+  UnknownJobError,
 } from '../../lib';
 import { JOBS_RESOLVED_OPTIONS } from '../../lib/jobs.constants';
 import type { ResolvedJobsOptions } from '../../lib/jobs.options';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
-import { uniqueDatabaseName } from '../support/test-database';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 let handled = 0;
 
@@ -128,9 +137,98 @@ describe('JobsModule', () => {
     expect((error as Error).message).toContain('OtherHandlers.alsoPing');
   });
 
-  it('skips request-scoped providers instead of registering them', async () => {
-    const app = await boot(JobsModule.forRoot({ pollIntervalMs: 20 }), [Handlers, RequestScopedHandlers]);
-    await expect(app.jobs.enqueue('request-scoped')).rejects.toThrow('No @JobHandler is registered');
+  it('fails bootstrap on a @JobHandler in a request-scoped provider, saying what to do', async () => {
+    const error = await boot(JobsModule.forRoot(), [Handlers, RequestScopedHandlers]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RequestScopedJobHandlerError);
+    expect((error as Error).message).toContain("@JobHandler('request-scoped') on RequestScopedHandlers.run");
+    expect((error as Error).message).toContain('ModuleRef.resolve');
+  });
+
+  it('fails bootstrap when JobsModule.forRoot is imported twice in one application', async () => {
+    @Module({ imports: [JobsModule.forRoot({ concurrency: 1 })] })
+    class FeatureModule {}
+    const error = await createJobsTestApp({
+      dbName: uniqueDatabaseName('module'),
+      imports: [FeatureModule as unknown as DynamicModule],
+      providers: [Handlers],
+    }).then(
+      (app) => apps.push(app),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(JobsModuleImportedTwiceError);
+    expect((error as Error).message).toContain('Import JobsModule.forRoot() once');
+  });
+
+  it('still allows several applications in one process', async () => {
+    const [first, second] = await Promise.all([boot(JobsModule.forRoot()), boot(JobsModule.forRoot())]);
+    await runsAJob(first);
+    await runsAJob(second);
+  });
+
+  it.each<[string, boolean, JobsModuleExtras, string]>([
+    ['without MongooseModule.forRoot()', false, {}, 'MongooseModule.forRoot(uri)'],
+    [
+      'with an unknown connectionName',
+      true,
+      { connectionName: 'reports' },
+      "MongooseModule.forRoot(uri, { connectionName: 'reports' })",
+    ],
+  ])('fails bootstrap %s with a hint naming MongooseModule.forRoot()', async (_label, withMongoose, extras, hint) => {
+    const connectionsBefore = new Set(mongoose.connections);
+    const imports = withMongoose
+      ? [MongooseModule.forRoot(testMongoUri(), { dbName: uniqueDatabaseName('module') })]
+      : [];
+    const error = await Test.createTestingModule({ imports: [...imports, JobsModule.forRoot(extras)] })
+      .compile()
+      .then(
+        (module) => module.close(),
+        (e: unknown) => e,
+      );
+    await Promise.all(mongoose.connections.filter((c) => !connectionsBefore.has(c)).map((c) => c.close()));
+    expect(error).toBeInstanceOf(MongooseConnectionMissingError);
+    expect((error as Error).message).toContain(hint);
+  });
+
+  it('rejects a per-handler leaseMs shorter than the module leaseMs at bootstrap', async () => {
+    @Injectable()
+    class ShortLease {
+      @JobHandler('short-lease', { leaseMs: 500 })
+      run() {}
+    }
+    const error = await boot(JobsModule.forRoot({ leaseMs: 1000 }), [ShortLease]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as Error).message).toContain("@JobHandler('short-lease').leaseMs on ShortLease.run");
+    expect((error as Error).message).toContain("lower the module's leaseMs and raise it per handler");
+  });
+
+  it('validates names and applies handler options for jobs enqueued before JobsModule finished bootstrapping', async () => {
+    @Injectable()
+    class EarlyHandlers {
+      @JobHandler('early', { maxAttempts: 2 })
+      run() {}
+    }
+    const outcomes: unknown[] = [];
+    @Injectable()
+    class EarlyProducer implements OnModuleInit {
+      constructor(private readonly jobs: JobsService) {}
+      async onModuleInit() {
+        outcomes.push(await this.jobs.enqueue('early', {}, { delayMs: 3_600_000 }).catch((e: unknown) => e));
+        outcomes.push(await this.jobs.enqueue('misspelled').catch((e: unknown) => e));
+      }
+    }
+    // Global modules run their hooks first, in import order: this producer's onModuleInit precedes JobsModule's.
+    @Global()
+    @Module({ providers: [EarlyProducer, EarlyHandlers] })
+    class CoreModule {}
+    const dbName = uniqueDatabaseName('module');
+    const module = await Test.createTestingModule({
+      imports: [MongooseModule.forRoot(testMongoUri(), { dbName }), CoreModule, JobsModule.forRoot()],
+    }).compile();
+    module.useLogger(false);
+    await module.init();
+    await module.close();
+    expect(outcomes[0]).toMatchObject({ name: 'early', maxAttempts: 2 });
+    expect(outcomes[1]).toBeInstanceOf(UnknownJobError);
   });
 
   it.each<[JobsModuleOptions, string]>([

@@ -48,4 +48,7 @@ const EXPECTED_EXPORTS = [
   'InvalidPayloadError',
   'UnknownJobError',
   'JobsError',
+  'JobsModuleImportedTwiceError',
+  'MongooseConnectionMissingError',
+  'RequestScopedJobHandlerError',
 ];

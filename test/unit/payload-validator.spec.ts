@@ -10,6 +10,7 @@ describe('assertStorablePayload', () => {
     ['a string', 'x'],
     ['nested plain data', { a: [1, { b: 'c' }], d: true, e: null, when: new Date(0), id: new Types.ObjectId() }],
     ['a Buffer', Buffer.from('abc')],
+    ['a Uint8Array', { bytes: new Uint8Array([1, 2]) }],
     ['a null-prototype object', Object.assign(Object.create(null), { a: 1 })],
   ])('accepts %s', (_label, payload) => {
     expect(() => assertStorablePayload(payload)).not.toThrow();
@@ -26,6 +27,7 @@ describe('assertStorablePayload', () => {
     ['a $-prefixed key', { $where: 'x' }, 'payload.$where has a key starting with "$"'],
     ['a dotted key', { nested: { 'a.b': 1 } }, 'payload.nested.a.b has a key'],
     ['a Map', { m: new Map() }, 'payload.m is a Map instance'],
+    ['a Float64Array', { f: new Float64Array(1) }, 'payload.f is a Float64Array instance; store its bytes as a Buffer'],
     ['an invalid Date', { at: new Date(Number.NaN) }, 'payload.at is an invalid Date'],
     ['a top-level function', () => 1, 'the payload is a function'],
   ])('rejects %s with a path', (_label, payload, message) => {
