@@ -25,7 +25,7 @@ export class CronTicker {
 
   /** Throws when the schedule never fires after `startedAt`. */
   constructor(
-    private readonly schedule: CronSchedule,
+    readonly schedule: CronSchedule,
     startedAt: Date,
   ) {
     this.expected = this.after(startedAt);

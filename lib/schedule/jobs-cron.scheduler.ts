@@ -55,9 +55,11 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
         'needs ScheduleModule.forRoot() from @nestjs/schedule in the application imports',
       );
     }
-    for (const handler of scheduled) {
-      if (handler.schedule) this.start(registry, handler, handler.schedule);
-    }
+    // Every schedule is checked before any timer starts, so a bad one leaves nothing running.
+    const tickers = scheduled.map((handler) => this.tickerFor(handler));
+    scheduled.forEach((handler, i) => {
+      this.start(registry, handler, tickers[i]);
+    });
   }
 
   /** Stops scheduling before the worker drains, so shutdown enqueues nothing new. */
@@ -85,34 +87,31 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
     return true;
   }
 
-  private start(
-    registry: SchedulerRegistry,
-    handler: RegisteredJobHandler,
-    schedule: { cron: string; timeZone: string },
-  ): void {
-    const cronSchedule = new CronSchedule(schedule.cron, schedule.timeZone);
-    const ticker = this.tickerFor(handler, cronSchedule);
+  private start(registry: SchedulerRegistry, handler: RegisteredJobHandler, ticker: CronTicker): void {
+    const schedule = ticker.schedule;
     const job = CronJob.from({
-      cronTime: schedule.cron,
+      cronTime: schedule.expression,
       timeZone: schedule.timeZone,
       start: false,
       onTick: () => this.onTimer(handler, ticker),
     });
-    job.setTime(new ZonedCronTime(cronSchedule));
+    // Our tick math drives cron's timer (and what apps read from nextDate()); cron's own mishandles clock changes.
+    job.setTime(new ZonedCronTime(schedule));
     const name = `nestjs-mongo-jobs:${handler.name}`;
     registry.addCronJob(name, job);
     this.names.push(name);
     job.start();
-    this.logger.log(`Scheduled ${handler.name} (${schedule.cron}, ${schedule.timeZone})`);
+    this.logger.log(`Scheduled ${handler.name} (${schedule.expression}, ${schedule.timeZone})`);
   }
 
-  private tickerFor(handler: RegisteredJobHandler, schedule: CronSchedule): CronTicker {
+  private tickerFor(handler: RegisteredJobHandler): CronTicker {
+    const { cron, timeZone } = handler.schedule as { cron: string; timeZone: string };
     try {
-      return new CronTicker(schedule, now());
+      return new CronTicker(new CronSchedule(cron, timeZone), now());
     } catch {
       throw new InvalidOptionError(
         `@JobHandler('${handler.name}').cron on ${handler.site}`,
-        schedule.expression,
+        cron,
         'never matches a date (within 28 years)',
       );
     }
