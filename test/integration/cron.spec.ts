@@ -117,7 +117,8 @@ describe('cron handlers', () => {
       const [base, setAt] = [Date.parse(iso), Date.now()];
       Settings.now = () => base + (Date.now() - setAt);
     };
-    const fire = (app: JobsTestApp) => app.get(SchedulerRegistry).getCronJob('nestjs-mongo-jobs:nightly').fireOnTick();
+    const registered = (app: JobsTestApp) => app.get(SchedulerRegistry).getCronJob('nestjs-mongo-jobs:nightly');
+    const fire = (app: JobsTestApp) => registered(app).fireOnTick();
     const dbName = uniqueDatabaseName('cron_dst');
     setClock('2024-11-02T12:00:00Z');
     const [a, b] = [await start(dbName, 'a', [NightlyNewYork]), await start(dbName, 'b', [NightlyNewYork])];
@@ -133,6 +134,10 @@ describe('cron handlers', () => {
     };
     countInserts(a);
     countInserts(b);
+    // The registered job's timer (and nextDate(), which apps read) runs on the same ticks.
+    const nextAfter = (iso: string) => registered(a).cronTime.getNextDateFrom(new Date(iso)).toJSDate();
+    expect(nextAfter('2024-11-02T12:00:00Z')).toEqual(new Date('2024-11-03T05:30:00Z'));
+    expect(nextAfter('2024-11-03T06:10:00Z')).toEqual(new Date('2024-11-04T06:30:00Z'));
     // 01:30 New York is shown at 05:30Z (EDT) and again at 06:30Z (EST). A fires on time; B's timer only after both.
     setClock('2024-11-03T05:30:00.010Z');
     await fire(a);
