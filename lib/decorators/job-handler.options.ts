@@ -14,7 +14,9 @@ export interface JobHandlerOptions {
   timeoutMs?: number;
   /**
    * Run on a schedule (cron syntax, 5 fields or 6 with seconds). Every instance schedules it, and exactly one job
-   * per tick is enqueued however many instances run; its payload is `{ scheduledFor: '<tick ISO>' }`.
+   * per tick is enqueued however many instances run; its payload is `{ scheduledFor: '<tick ISO>' }`. Across clock
+   * changes a fixed-hour schedule fires once per wall-clock time (a skipped time at the jump), an every-hour one in
+   * real time; after a stall only the latest due tick is enqueued (see the README's Cron section).
    */
   cron?: string;
   /** IANA time zone the cron expression is read in. @default UTC */

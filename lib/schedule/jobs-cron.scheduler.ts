@@ -7,7 +7,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
-import { CronJob, CronTime } from 'cron';
+import { CronJob } from 'cron';
 import { DateTime } from 'luxon';
 import { JobHandlerRegistry, type RegisteredJobHandler } from '../discovery/job-handler.registry';
 import { JobDocumentFactory } from '../enqueue/job-document.factory';
@@ -17,12 +17,15 @@ import { JobRunner } from '../execution/job-runner.service';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
-import { nextTick, tickFor } from './schedule-tick';
+import { CronTicker } from './cron-ticker';
+import { CronSchedule } from './schedule-tick';
+import { ZonedCronTime } from './zoned-cron-time';
 
 /**
  * Registers a `@nestjs/schedule` cron job per `@JobHandler({ cron })`. On every tick, every instance tries to
  * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released), so exactly one job
- * exists per tick, however many instances run and however late one of them fires.
+ * exists per tick, however many instances run and however late one of them fires. Ticks follow `CronSchedule`'s
+ * clock-change rules; a fire that comes after several ticks fell due enqueues the latest and logs the rest.
  */
 @Injectable()
 export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -52,9 +55,11 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
         'needs ScheduleModule.forRoot() from @nestjs/schedule in the application imports',
       );
     }
-    for (const handler of scheduled) {
-      if (handler.schedule) this.start(registry, handler, handler.schedule);
-    }
+    // Every schedule is checked before any timer starts, so a bad one leaves nothing running.
+    const tickers = scheduled.map((handler) => this.tickerFor(handler));
+    scheduled.forEach((handler, i) => {
+      this.start(registry, handler, tickers[i]);
+    });
   }
 
   /** Stops scheduling before the worker drains, so shutdown enqueues nothing new. */
@@ -82,30 +87,49 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
     return true;
   }
 
-  private start(
-    registry: SchedulerRegistry,
-    handler: RegisteredJobHandler,
-    schedule: { cron: string; timeZone: string },
-  ): void {
-    const cronTime = new CronTime(schedule.cron, schedule.timeZone);
-    let expected = nextTick(cronTime, now());
+  private start(registry: SchedulerRegistry, handler: RegisteredJobHandler, ticker: CronTicker): void {
+    const schedule = ticker.schedule;
     const job = CronJob.from({
-      cronTime: schedule.cron,
+      cronTime: schedule.expression,
       timeZone: schedule.timeZone,
       start: false,
-      onTick: () => {
-        const tick = tickFor(cronTime, expected, now());
-        expected = nextTick(cronTime, tick);
-        this.enqueueTick(handler, tick).catch((error: unknown) => {
-          const why = error instanceof Error ? error.message : String(error);
-          this.logger.error(`Enqueueing ${handler.name} for ${tick.toISOString()} failed: ${why}`);
-        });
-      },
+      onTick: () => this.onTimer(handler, ticker),
     });
+    // Our tick math drives cron's timer (and what apps read from nextDate()); cron's own mishandles clock changes.
+    job.setTime(new ZonedCronTime(schedule));
     const name = `nestjs-mongo-jobs:${handler.name}`;
     registry.addCronJob(name, job);
     this.names.push(name);
     job.start();
-    this.logger.log(`Scheduled ${handler.name} (${schedule.cron}, ${schedule.timeZone})`);
+    this.logger.log(`Scheduled ${handler.name} (${schedule.expression}, ${schedule.timeZone})`);
+  }
+
+  private tickerFor(handler: RegisteredJobHandler): CronTicker {
+    const { cron, timeZone } = handler.schedule as { cron: string; timeZone: string };
+    try {
+      return new CronTicker(new CronSchedule(cron, timeZone), now());
+    } catch {
+      throw new InvalidOptionError(
+        `@JobHandler('${handler.name}').cron on ${handler.site}`,
+        cron,
+        'never matches a date (within 28 years)',
+      );
+    }
+  }
+
+  private onTimer(handler: RegisteredJobHandler, ticker: CronTicker): void {
+    const due = ticker.fire(now());
+    if (!due) return;
+    if (due.missed > 0) {
+      this.logger.warn(
+        `${handler.name}: this instance missed ${due.missed} tick(s) from ${due.missedFrom?.toISOString()} to ` +
+          `${due.missedTo?.toISOString()} (timer late); enqueueing only the latest, ${due.tick.toISOString()}. ` +
+          'Another instance may have enqueued the missed ones.',
+      );
+    }
+    this.enqueueTick(handler, due.tick).catch((error: unknown) => {
+      const why = error instanceof Error ? error.message : String(error);
+      this.logger.error(`Enqueueing ${handler.name} for ${due.tick.toISOString()} failed: ${why}`);
+    });
   }
 }

@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable, type Type } from '@nestjs/common';
-import { Cron, ScheduleModule } from '@nestjs/schedule';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Injectable, Logger, type Type } from '@nestjs/common';
+import { Cron, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { Settings } from 'luxon';
 import { InvalidOptionError, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
@@ -18,6 +19,18 @@ class CronHandlers {
   }
 }
 
+@Injectable()
+class NightlyNewYork {
+  @JobHandler('nightly', { cron: '30 1 * * *', timeZone: 'America/New_York' })
+  run() {}
+}
+
+@Injectable()
+class EverySecondUtc {
+  @JobHandler('stalled', { cron: '* * * * * *' })
+  run() {}
+}
+
 /** The app's own @nestjs/schedule usage next to ours: it must not run twice. */
 @Injectable()
 class AppCron {
@@ -32,6 +45,8 @@ describe('cron handlers', () => {
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
     runs.length = 0;
+    Settings.now = () => Date.now();
+    jest.restoreAllMocks();
   });
 
   const start = async (dbName: string, workerId: string, providers: Type<unknown>[] = [CronHandlers]) => {
@@ -96,6 +111,73 @@ describe('cron handlers', () => {
     expect(sameTick).toBe(1);
   });
 
+  it('inserts one job for an occurrence that two instances fire on either side of a clock change', async () => {
+    // The instances' clocks (luxon's, which the library reads) run from a chosen instant at real speed.
+    const setClock = (iso: string) => {
+      const [base, setAt] = [Date.parse(iso), Date.now()];
+      Settings.now = () => base + (Date.now() - setAt);
+    };
+    const registered = (app: JobsTestApp) => app.get(SchedulerRegistry).getCronJob('nestjs-mongo-jobs:nightly');
+    const fire = (app: JobsTestApp) => registered(app).fireOnTick();
+    const dbName = uniqueDatabaseName('cron_dst');
+    setClock('2024-11-02T12:00:00Z');
+    const [a, b] = [await start(dbName, 'a', [NightlyNewYork]), await start(dbName, 'b', [NightlyNewYork])];
+    const inserts = { started: 0, settled: 0 };
+    const countInserts = (app: JobsTestApp) => {
+      const insert = app.repository.insertScheduled.bind(app.repository);
+      app.repository.insertScheduled = (doc) => {
+        inserts.started += 1;
+        return insert(doc).finally(() => {
+          inserts.settled += 1;
+        });
+      };
+    };
+    countInserts(a);
+    countInserts(b);
+    // The registered job's timer (and nextDate(), which apps read) runs on the same ticks.
+    const nextAfter = (iso: string) => registered(a).cronTime.getNextDateFrom(new Date(iso)).toJSDate();
+    expect(nextAfter('2024-11-02T12:00:00Z')).toEqual(new Date('2024-11-03T05:30:00Z'));
+    expect(nextAfter('2024-11-03T06:10:00Z')).toEqual(new Date('2024-11-04T06:30:00Z'));
+    // 01:30 New York is shown at 05:30Z (EDT) and again at 06:30Z (EST). A fires on time; B's timer only after both.
+    setClock('2024-11-03T05:30:00.010Z');
+    await fire(a);
+    setClock('2024-11-03T06:35:00Z');
+    await fire(b);
+    // C starts during the repeated hour and must not treat the second 01:30 as a new occurrence.
+    const c = await start(dbName, 'c', [NightlyNewYork]);
+    countInserts(c);
+    await fire(c);
+    await waitFor(() => inserts.settled === inserts.started, 'the inserts');
+    expect(inserts.started).toBe(2);
+    const keys = (await a.connection.collection('jobs').find({ name: 'nightly' }).toArray()).map(
+      (row) => row.scheduleKey,
+    );
+    expect(keys).toEqual(['cron:nightly:2024-11-03T05:30:00.000Z']);
+  });
+
+  it('after a stall enqueues the latest tick and logs how many it missed', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const app = await start(uniqueDatabaseName('cron_stall'), 'a', [EverySecondUtc]);
+    const rows = () => app.connection.collection('jobs').find({ name: 'stalled' }).toArray();
+    await waitFor(async () => (await rows()).length >= 1, 'a first tick');
+    // Block the event loop from ~150 ms past one second for 2.2 s: two ticks fall due, the timer fires once.
+    await waitFor(() => Date.now() % 1000 >= 150 && Date.now() % 1000 <= 250, 'a moment just after a tick', 2_000);
+    const stallStart = Date.now();
+    while (Date.now() - stallStart < 2200) {}
+    const latest = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
+    const missed = new Date(Math.floor(Date.now() / 1000) * 1000 - 1000).toISOString();
+    await waitFor(() => warn.mock.calls.some(([message]) => String(message).includes('missed')), 'the warning');
+    const message = String(warn.mock.calls.find(([m]) => String(m).includes('missed'))?.[0]);
+    expect(message).toBe(
+      `stalled: this instance missed 1 tick(s) from ${missed} to ${missed} (timer late); enqueueing only the latest, ` +
+        `${latest}. Another instance may have enqueued the missed ones.`,
+    );
+    await waitFor(
+      async () => (await rows()).some((row) => row.scheduleKey === `cron:stalled:${latest}`),
+      'the latest tick',
+    );
+  });
+
   it('fails bootstrap when cron is used without ScheduleModule.forRoot()', async () => {
     const error = await createJobsTestApp({
       dbName: uniqueDatabaseName('cron_nosched'),
@@ -108,6 +190,7 @@ describe('cron handlers', () => {
   it.each([
     [{ cron: 'not a cron' }, "@JobHandler('bad-cron').cron on BadCron.run"],
     [{ cron: '* * * * *', timeZone: 'Mars/Olympus' }, "@JobHandler('bad-cron').timeZone on BadCron.run"],
+    [{ cron: '0 0 30 2 *' }, "@JobHandler('bad-cron').cron on BadCron.run: never matches a date"],
   ])('fails bootstrap on %j naming the handler', async (options, message) => {
     @Injectable()
     class BadCron {

@@ -1,35 +1,303 @@
 import { describe, expect, it } from '@jest/globals';
-import { CronTime } from 'cron';
-import { nextTick, tickFor } from '../../lib/schedule/schedule-tick';
+import { DateTime } from 'luxon';
+import { CronFields } from '../../lib/schedule/cron-fields';
+import { CronTicker } from '../../lib/schedule/cron-ticker';
+import { CronSchedule } from '../../lib/schedule/schedule-tick';
+import { ZoneOffsets } from '../../lib/schedule/zone-offsets';
 
-describe('tickFor', () => {
-  const everyFiveMinutes = new CronTime('*/5 * * * *', 'Europe/Berlin');
-  const t = (iso: string) => new Date(iso);
+const t = (iso: string) => new Date(iso);
+const HOUR = 3_600_000;
 
-  it('is the expected tick when the timer fires on time or late within the period', () => {
-    expect(tickFor(everyFiveMinutes, t('2026-01-01T10:05:00Z'), t('2026-01-01T10:05:00.004Z'))).toEqual(
-      t('2026-01-01T10:05:00Z'),
+/** Every tick of `schedule` in [from, to), walked with nextTick. */
+function ticksBetween(schedule: CronSchedule, from: Date, to: Date): Date[] {
+  const ticks: Date[] = [];
+  let tick = schedule.nextTick(new Date(from.getTime() - 1));
+  while (tick && tick < to) {
+    ticks.push(tick);
+    tick = schedule.nextTick(tick);
+  }
+  return ticks;
+}
+
+/** The local date and time a tick shows in its zone. */
+const shown = (tick: Date, zone: string) => DateTime.fromJSDate(tick, { zone }).toFormat("yyyy-MM-dd'T'HH:mm");
+
+/**
+ * 2024's clock changes (tzdata), and for each zone daily times that fall into the skipped stretch on the day clocks
+ * go forward and into the repeated stretch on the day they go back, with the one instant each must fire at.
+ */
+const ZONES: {
+  zone: string;
+  changes: string[];
+  /** `HH:mm` → { local date → the single expected tick } for the days where that time is skipped or repeated. */
+  special: Record<string, Record<string, string>>;
+}[] = [
+  {
+    zone: 'America/New_York',
+    changes: ['2024-03-10T07:00:00Z -300→-240', '2024-11-03T06:00:00Z -240→-300'],
+    special: {
+      '02:00': { '2024-03-10': '2024-03-10T07:00:00Z' }, // skipped: fires at the jump (03:00 EDT)
+      '02:30': { '2024-03-10': '2024-03-10T07:00:00Z' },
+      '01:30': { '2024-11-03': '2024-11-03T05:30:00Z' }, // repeated: first showing only (EDT)
+    },
+  },
+  {
+    zone: 'Europe/Berlin',
+    changes: ['2024-03-31T01:00:00Z 60→120', '2024-10-27T01:00:00Z 120→60'],
+    special: {
+      '02:30': { '2024-03-31': '2024-03-31T01:00:00Z', '2024-10-27': '2024-10-27T00:30:00Z' },
+    },
+  },
+  {
+    zone: 'Australia/Lord_Howe', // 30-minute shifts: 02:00 → 01:30 in April, 02:00 → 02:30 in October
+    changes: ['2024-04-06T15:00:00Z 660→630', '2024-10-05T15:30:00Z 630→660'],
+    special: {
+      '01:45': { '2024-04-07': '2024-04-06T14:45:00Z' },
+      '02:15': { '2024-10-06': '2024-10-05T15:30:00Z' },
+    },
+  },
+  {
+    zone: 'America/Santiago', // changes at midnight: 24:00 → 23:00 in April, 00:00 → 01:00 in September
+    changes: ['2024-04-07T03:00:00Z -180→-240', '2024-09-08T04:00:00Z -240→-180'],
+    special: {
+      '00:00': { '2024-09-08': '2024-09-08T04:00:00Z' },
+      '23:30': { '2024-04-06': '2024-04-07T02:30:00Z' },
+    },
+  },
+  {
+    zone: 'Africa/Cairo', // 00:00 → 01:00 in April, 24:00 → 23:00 in October
+    changes: ['2024-04-25T22:00:00Z 120→180', '2024-10-31T21:00:00Z 180→120'],
+    special: {
+      '00:00': { '2024-04-26': '2024-04-25T22:00:00Z' },
+      '23:30': { '2024-10-31': '2024-10-31T20:30:00Z' },
+    },
+  },
+  {
+    zone: 'Asia/Beirut', // 00:00 → 01:00 in March, 24:00 → 23:00 in October
+    changes: ['2024-03-30T22:00:00Z 120→180', '2024-10-26T21:00:00Z 180→120'],
+    special: {
+      '00:00': { '2024-03-31': '2024-03-30T22:00:00Z' },
+      '23:30': { '2024-10-26': '2024-10-26T20:30:00Z' },
+    },
+  },
+  { zone: 'Asia/Tokyo', changes: [], special: { '02:30': {} } },
+];
+
+const YEAR_START = t('2023-12-31T00:00:00Z');
+const YEAR_END = t('2025-01-02T00:00:00Z');
+
+describe('ZoneOffsets', () => {
+  it.each(ZONES.map((z) => [z.zone, z.changes] as const))('finds the 2024 clock changes of %s', (zone, changes) => {
+    const found = new ZoneOffsets(zone).transitionsIn(YEAR_START.getTime(), YEAR_END.getTime());
+    const described = found.map(
+      (c) => `${new Date(c.at).toISOString().replace('.000', '')} ${c.before / 60_000}→${c.after / 60_000}`,
     );
-    expect(tickFor(everyFiveMinutes, t('2026-01-01T10:05:00Z'), t('2026-01-01T10:08:59Z'))).toEqual(
-      t('2026-01-01T10:05:00Z'),
-    );
+    expect(described).toEqual(changes);
+  });
+});
+
+describe('CronSchedule: daily schedules across a year of clock changes', () => {
+  const cases = ZONES.flatMap(({ zone, special }) =>
+    [...new Set(['00:00', '12:00', ...Object.keys(special)])].map((time) => [zone, time, special[time] ?? {}] as const),
+  );
+
+  it.each(cases)(
+    '%s at %s fires exactly once per local day of 2024, at the expected instant',
+    (zone, time, special) => {
+      const [hour, minute] = time.split(':').map(Number);
+      const schedule = new CronSchedule(`${minute} ${hour} * * *`, zone);
+      const byDay = new Map<string, string[]>();
+      for (const tick of ticksBetween(schedule, YEAR_START, YEAR_END)) {
+        const day = shown(tick, zone).slice(0, 10);
+        byDay.set(day, [...(byDay.get(day) ?? []), tick.toISOString().replace('.000', '')]);
+      }
+      let day = DateTime.fromISO('2024-01-01', { zone });
+      while (day.year === 2024) {
+        const date = day.toISODate() as string;
+        // Outside the special days the time exists exactly once, so luxon's reading of it is unambiguous.
+        const expected =
+          special[date] ?? DateTime.fromISO(`${date}T${time}`, { zone }).toUTC().toISO({ suppressMilliseconds: true });
+        expect([date, byDay.get(date)]).toEqual([date, [expected]]);
+        day = day.plus({ days: 1 });
+      }
+    },
+  );
+
+  it('fires the issue examples once: New York 02:00 on 2024-11-03 and Berlin 03:00 on 2024-10-27', () => {
+    expect(
+      ticksBetween(
+        new CronSchedule('0 2 * * *', 'America/New_York'),
+        t('2024-11-03T00:00:00Z'),
+        t('2024-11-04T00:00:00Z'),
+      ),
+    ).toEqual([t('2024-11-03T07:00:00Z')]);
+    expect(
+      ticksBetween(
+        new CronSchedule('0 3 * * *', 'Europe/Berlin'),
+        t('2024-10-26T12:00:00Z'),
+        t('2024-10-27T12:00:00Z'),
+      ),
+    ).toEqual([t('2024-10-27T02:00:00Z')]);
+  });
+});
+
+describe('CronSchedule: sub-hourly schedules', () => {
+  it.each(ZONES.map((z) => [z.zone]))('every 30 minutes (every hour) in %s runs in real time all year', (zone) => {
+    const schedule = new CronSchedule('*/30 * * * *', zone);
+    const from = DateTime.fromISO('2024-01-01T00:00', { zone }).toJSDate();
+    const to = DateTime.fromISO('2025-01-01T00:00', { zone }).toJSDate();
+    const ticks = ticksBetween(schedule, from, to);
+    const gaps = new Set(ticks.slice(1).map((tick, i) => tick.getTime() - ticks[i].getTime()));
+    expect(gaps).toEqual(new Set([30 * 60_000]));
+    expect(ticks).toHaveLength(366 * 48);
+    expect(schedule.countTicks(new Date(from.getTime() - 1), new Date(to.getTime() - 1))).toBe(366 * 48);
   });
 
-  it('is the expected tick when the timer fires a little early', () => {
-    expect(tickFor(everyFiveMinutes, t('2026-01-01T10:05:00Z'), t('2026-01-01T10:04:59.990Z'))).toEqual(
-      t('2026-01-01T10:05:00Z'),
-    );
+  it('hourly (every hour) fires at both showings of a repeated hour and not in a skipped one', () => {
+    const perDay = (zone: string, date: string) => {
+      const day = DateTime.fromISO(date, { zone }).startOf('day');
+      const nextDay = day.plus({ days: 1 }).startOf('day');
+      const ticks = ticksBetween(new CronSchedule('0 * * * *', zone), day.toJSDate(), nextDay.toJSDate());
+      return ticks.map((tick) => shown(tick, zone).slice(11));
+    };
+    expect(perDay('America/New_York', '2024-11-03')).toHaveLength(25);
+    expect(perDay('America/New_York', '2024-11-03').slice(0, 4)).toEqual(['00:00', '01:00', '01:00', '02:00']);
+    expect(perDay('America/New_York', '2024-03-10')).toHaveLength(23);
+    expect(perDay('America/New_York', '2024-03-10')).not.toContain('02:00');
+    // Lord Howe repeats and skips 01:30–02:00 / 02:00–02:30: no whole hour is shown twice, 02:00 is skipped once.
+    expect(perDay('Australia/Lord_Howe', '2024-04-07')).toHaveLength(24);
+    expect(perDay('Australia/Lord_Howe', '2024-10-06')).toHaveLength(23);
+    expect(perDay('America/Santiago', '2024-04-06')).toHaveLength(25);
+    expect(perDay('America/Santiago', '2024-09-08')).toHaveLength(23);
   });
 
-  it('is the latest tick when the timer slept through several', () => {
-    expect(tickFor(everyFiveMinutes, t('2026-01-01T10:05:00Z'), t('2026-01-01T10:21:00Z'))).toEqual(
-      t('2026-01-01T10:20:00Z'),
-    );
+  it('a fixed-hour schedule fires each wall-clock time once: repeated times once, skipped times once at the jump', () => {
+    const zone = 'America/New_York';
+    expect(
+      ticksBetween(new CronSchedule('*/15 1 * * *', zone), t('2024-11-03T04:00:00Z'), t('2024-11-03T12:00:00Z')),
+    ).toEqual([
+      t('2024-11-03T05:00:00Z'),
+      t('2024-11-03T05:15:00Z'),
+      t('2024-11-03T05:30:00Z'),
+      t('2024-11-03T05:45:00Z'),
+    ]);
+    expect(
+      ticksBetween(new CronSchedule('*/15 2 * * *', zone), t('2024-03-10T05:00:00Z'), t('2024-03-10T12:00:00Z')),
+    ).toEqual([t('2024-03-10T07:00:00Z')]);
+    // 02:00 is skipped and 03:00 is the jump's own reading: one tick for both.
+    expect(
+      ticksBetween(new CronSchedule('0 2,3 * * *', zone), t('2024-03-10T05:00:00Z'), t('2024-03-10T12:00:00Z')),
+    ).toEqual([t('2024-03-10T07:00:00Z')]);
   });
 
   it('reads the expression in its time zone (daily 09:00 Berlin is 08:00 UTC in winter, 07:00 in summer)', () => {
-    const daily = new CronTime('0 9 * * *', 'Europe/Berlin');
-    expect(nextTick(daily, t('2026-01-10T12:00:00Z'))).toEqual(t('2026-01-11T08:00:00Z'));
-    expect(nextTick(daily, t('2026-07-10T12:00:00Z'))).toEqual(t('2026-07-11T07:00:00Z'));
+    const daily = new CronSchedule('0 9 * * *', 'Europe/Berlin');
+    expect(daily.nextTick(t('2026-01-10T12:00:00Z'))).toEqual(t('2026-01-11T08:00:00Z'));
+    expect(daily.nextTick(t('2026-07-10T12:00:00Z'))).toEqual(t('2026-07-11T07:00:00Z'));
+  });
+
+  it('returns null for an expression that never matches', () => {
+    expect(new CronSchedule('0 0 30 2 *', 'UTC').nextTick(t('2026-01-01T00:00:00Z'))).toBeNull();
+  });
+});
+
+describe('CronSchedule: latestTick and countTicks agree with walking the ticks', () => {
+  const windows = ZONES.flatMap(({ zone, changes }) =>
+    changes.flatMap((change) =>
+      ['17 */2 * * *', '0 0 * * *', '*/20 * * * *', '30 1,2,23 * * *'].map(
+        (expression) => [zone, change.slice(0, 20), expression] as const,
+      ),
+    ),
+  );
+
+  it.each(windows)('%s around %s for %s', (zone, change, expression) => {
+    const schedule = new CronSchedule(expression, zone);
+    const from = new Date(t(change).getTime() - 30 * HOUR);
+    const ticks = ticksBetween(schedule, new Date(from.getTime() - 48 * HOUR), new Date(from.getTime() + 60 * HOUR));
+    const actual: unknown[] = [];
+    const expected: unknown[] = [];
+    for (let probe = from.getTime() + 1_000; probe < from.getTime() + 60 * HOUR; probe += 23 * 60_000 + 13_000) {
+      const upTo = ticks.filter((tick) => tick.getTime() <= probe);
+      actual.push([new Date(probe), schedule.latestTick(new Date(probe)), schedule.countTicks(from, new Date(probe))]);
+      expected.push([new Date(probe), upTo.at(-1), upTo.filter((tick) => tick > from).length]);
+    }
+    expect(actual).toEqual(expected);
+  });
+});
+
+describe('CronTicker', () => {
+  const everyFiveMinutes = new CronSchedule('*/5 * * * *', 'Europe/Berlin');
+
+  it('stands for the expected tick when the timer fires on time, a little late or a little early', () => {
+    const ticker = new CronTicker(everyFiveMinutes, t('2026-01-01T10:02:00Z'));
+    expect(ticker.fire(t('2026-01-01T10:05:00.004Z'))).toEqual({ tick: t('2026-01-01T10:05:00Z'), missed: 0 });
+    expect(ticker.fire(t('2026-01-01T10:14:00Z'))).toEqual({ tick: t('2026-01-01T10:10:00Z'), missed: 0 });
+    expect(ticker.fire(t('2026-01-01T10:14:59.990Z'))).toEqual({ tick: t('2026-01-01T10:15:00Z'), missed: 0 });
+    expect(ticker.next).toEqual(t('2026-01-01T10:20:00Z'));
+  });
+
+  it('ignores a fire long before the expected tick', () => {
+    const ticker = new CronTicker(everyFiveMinutes, t('2026-01-01T10:02:00Z'));
+    expect(ticker.fire(t('2026-01-01T10:03:00Z'))).toBeNull();
+    expect(ticker.next).toEqual(t('2026-01-01T10:05:00Z'));
+  });
+
+  it('after a stall enqueues the latest due tick and counts the ones it skipped', () => {
+    const perSecond = new CronSchedule('* * * * * *', 'UTC');
+    const ticker = new CronTicker(perSecond, t('2026-01-01T10:00:00.100Z'));
+    // A 2.2 s stall: ticks 10:00:01 and 10:00:02 fell due, the timer fires at 10:00:03.3.
+    expect(ticker.fire(t('2026-01-01T10:00:03.300Z'))).toEqual({
+      tick: t('2026-01-01T10:00:03Z'),
+      missed: 2,
+      missedFrom: t('2026-01-01T10:00:01Z'),
+      missedTo: t('2026-01-01T10:00:02Z'),
+    });
+    expect(ticker.next).toEqual(t('2026-01-01T10:00:04Z'));
+  });
+
+  it('catches up 30 days of a per-second schedule without walking its 2.6 million ticks', () => {
+    // Walking every tick (as the old tickFor did, ~150 µs each) would take minutes; this is 30 day-steps.
+    const perSecond = new CronSchedule('* * * * * *', 'Europe/Berlin');
+    const ticker = new CronTicker(perSecond, t('2024-10-01T00:00:00Z'));
+    const due = ticker.fire(t('2024-10-31T00:00:00.500Z'));
+    expect(due).toEqual({
+      tick: t('2024-10-31T00:00:00Z'),
+      missed: 30 * 86_400 - 1,
+      missedFrom: t('2024-10-01T00:00:01Z'),
+      missedTo: t('2024-10-30T23:59:59Z'),
+    });
+  });
+
+  it('catches up 30 days of a 5-minute fixed-hour schedule across a clock change, counting each time once', () => {
+    const schedule = new CronSchedule('*/5 2 * * *', 'Europe/Berlin'); // 12 a day; 02:xx is repeated on 10-27
+    const ticker = new CronTicker(schedule, t('2024-10-10T12:00:00Z'));
+    const due = ticker.fire(t('2024-11-09T12:00:00Z'));
+    expect(due?.tick).toEqual(t('2024-11-09T01:55:00Z'));
+    expect(due?.missed).toBe(30 * 12 - 1);
+  });
+
+  it('gives two instances the same tick for one occurrence, on either side of a clock change', () => {
+    // Daily 01:30 New York; on 2024-11-03 01:30 is shown at 05:30Z (EDT) and again at 06:30Z (EST).
+    const schedule = new CronSchedule('30 1 * * *', 'America/New_York');
+    const onTime = new CronTicker(schedule, t('2024-11-02T12:00:00Z'));
+    const late = new CronTicker(schedule, t('2024-11-02T12:00:00Z'));
+    expect(onTime.fire(t('2024-11-03T05:30:00.010Z'))?.tick).toEqual(t('2024-11-03T05:30:00Z'));
+    expect(late.fire(t('2024-11-03T06:05:00Z'))).toEqual({ tick: t('2024-11-03T05:30:00Z'), missed: 0 });
+    // An instance started during the repeated hour does not fire 01:30 again.
+    expect(new CronTicker(schedule, t('2024-11-03T06:10:00Z')).next).toEqual(t('2024-11-04T06:30:00Z'));
+  });
+});
+
+describe('CronFields', () => {
+  it('reads the cron package parse, including aliases, presets and the either-day rule', () => {
+    const weekdaysAtNine = new CronFields('0 9 * * mon-fri');
+    expect(weekdaysAtNine.nextAtOrAfter(Date.UTC(2026, 0, 3))).toBe(Date.UTC(2026, 0, 5, 9)); // Sat → Mon
+    const daily = new CronFields('@daily');
+    expect(daily.previousAtOrBefore(Date.UTC(2026, 0, 3, 5))).toBe(Date.UTC(2026, 0, 3));
+    // Day 1 of the month or any Sunday (both day fields restricted).
+    const either = new CronFields('0 0 1 * 0');
+    expect(either.nextAtOrAfter(Date.UTC(2026, 0, 2))).toBe(Date.UTC(2026, 0, 4));
+    expect(either.countBetween(Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 31))).toBe(4); // Sundays 4, 11, 18, 25
+    expect(new CronFields('0-58 * * * * *').countBetween(0, 60_000)).toBe(59);
   });
 });
