@@ -26,8 +26,18 @@ export interface EnqueueItem<TPayload = unknown> {
   options?: EnqueueOptions;
 }
 
+/**
+ * Why `JobsService.runNow` ran nothing: `locked` — running under a live lease; `not_due` — pending with a future
+ * `runAt`; `terminal` — already completed, dead, failed or cancelled; `no_handler` — no `@JobHandler` for its name
+ * in this process (it is left for a process that has one).
+ */
+export type RunNowConflictReason = 'locked' | 'not_due' | 'terminal' | 'no_handler';
+
 /** Result of `JobsService.runNow`. */
 export type RunNowOutcome =
   | { kind: 'not_found' }
-  | { kind: 'conflict'; reason: 'locked' | 'not_due' | 'terminal'; job: JobRecord }
-  | { kind: 'executed'; job: JobRecord };
+  | { kind: 'conflict'; reason: RunNowConflictReason; job: JobRecord }
+  /** The job ran here; `job` is the row it ended in. */
+  | { kind: 'executed'; job: JobRecord }
+  /** Its lease had run out on its last attempt: taken over and dead-lettered, the handler did not run. */
+  | { kind: 'dead_lettered'; job: JobRecord };
