@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { InvalidOptionError, type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
@@ -101,6 +101,24 @@ describe('claims are limited to the names this process runs', () => {
     await a.connection.collection('jobs').updateOne({ name: 'b' }, { $set: expired });
     expect(await a.get(JobClaimService).claimNext()).toBeNull();
     expect(await a.jobs.findById(foreign.id)).toMatchObject({ ...expired, attemptCount: 0, attempts: [] });
+  });
+
+  it('makes no query when no name is runnable: no handlers, or every handled name at its limit', async () => {
+    const dbName = uniqueDatabaseName('nothing_runnable');
+    const bare = await start(dbName, [], { worker: false });
+    const a = await start(dbName, [ServiceAHandlers], { worker: false });
+    await a.jobs.enqueue('a');
+    for (const [app, excluded] of [
+      [bare, []],
+      [a, ['a']],
+    ] as const) {
+      const claimDue = jest.spyOn(app.repository, 'claimDue');
+      const reclaimExpired = jest.spyOn(app.repository, 'reclaimExpired');
+      expect(await app.get(JobClaimService).claimNext([...excluded])).toBeNull();
+      expect(claimDue).not.toHaveBeenCalled();
+      expect(reclaimExpired).not.toHaveBeenCalled();
+    }
+    expect(await a.jobs.stats()).toMatchObject({ pending: 1, running: 0 });
   });
 
   it('runOnly splits one codebase into two worker pools', async () => {
