@@ -191,7 +191,7 @@ export class JobClaimService implements OnApplicationBootstrap {
         if (probed !== 'retry') return probed;
       }
     }
-    return null; // the poll loop comes back at once while it has free slots
+    return null; // progress was made; the next poll sets aside the rest
   }
 
   /**

@@ -99,7 +99,7 @@ export class JobsRepository implements OnModuleInit {
     );
   }
 
-  /** The id `reclaimExpired` would take next (id and name), read without writing (to find a row the server refuses to update). */
+  /** The row (id, name) `reclaimExpired` would take next, read without writing: finds a row the server refuses. */
   nextExpired(now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
     return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
       { ...expiredFilter(now), ...scopeFilter(scope) },
@@ -116,7 +116,7 @@ export class JobsRepository implements OnModuleInit {
     );
   }
 
-  /** The id `claimDue` would take next (id and name), read without writing (to find a row the server refuses to update). */
+  /** The row (id, name) `claimDue` would take next, read without writing: finds a row the server refuses. */
   nextDue(now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
     return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
       { ...dueFilter(now), ...scopeFilter(scope) },
