@@ -196,8 +196,9 @@ export class JobClaimService implements OnApplicationBootstrap {
 
   /**
    * After a claim the server refused for a document: finds the row that claim would take ('not_found': none, so
-   * the refusal was not about a row) and repeats the same update on exactly that row. Success means another row got in front meanwhile (it is ours now); the same
-   * refusal confirms the culprit, which is marked `failed` (or, if even that write fails, skipped in memory).
+   * the refusal was not about a row) and repeats the same update on exactly that row. Success means another row
+   * got in front meanwhile (it is ours now); the same refusal confirms the culprit, which is marked `failed` (or, if
+   * even that write fails, skipped in memory).
    */
   private async probe(source: Source, scope: ClaimScope): Promise<ClaimedJob | 'retry' | 'not_found'> {
     const at = now();
