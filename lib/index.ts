@@ -23,5 +23,5 @@ export { JobsModule } from './jobs.module';
 export type { JobsOptionsFactory } from './jobs.module-definition';
 export type { BackoffOptions, JobsModuleExtras, JobsModuleOptions } from './jobs.options';
 export { JobsService } from './jobs.service';
-export type { EnqueueItem, EnqueueOptions, RunNowOutcome } from './jobs.types';
+export type { EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 export type { JobAttempt, JobRecord, JobStatus } from './persistence/job.types';

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from './errors/invalid-option.error';
-import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from './jobs.constants';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './jobs.constants';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
 import { duration, nonEmptyString, positiveInteger } from './utils/validate';
 import { defaultWorkerId } from './utils/worker-id';
@@ -32,5 +32,18 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
     maxAttempts: positiveInteger('maxAttempts', options.maxAttempts ?? d.maxAttempts),
     backoff,
     workerId: nonEmptyString('workerId', options.workerId ?? defaultWorkerId()),
+    runOnly: options.runOnly === undefined ? undefined : jobNames('runOnly', options.runOnly),
   };
+}
+
+/** A non-empty list of job names, duplicates dropped. Whether each has a handler is checked once they are known. */
+function jobNames(option: string, value: unknown): string[] {
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new InvalidOptionError(
+      option,
+      value,
+      'must be a non-empty array of job names (use worker: false for a process that runs none)',
+    );
+  }
+  return [...new Set(value.map((name, index) => nonEmptyString(`${option}[${index}]`, name, MAX_JOB_NAME_LENGTH)))];
 }

@@ -28,6 +28,12 @@ export interface JobsModuleOptions {
   backoff?: Partial<BackoffOptions>;
   /** Identity of this worker process in `lockedBy`. @default `${hostname}:${pid}:${random}` */
   workerId?: string;
+  /**
+   * Job names this process's poll loop claims, e.g. a separate pool for heavy jobs. Every entry needs a
+   * `@JobHandler` in this process (bootstrap fails otherwise). `runNow` is not limited by it.
+   * @default every name with a `@JobHandler` in this process
+   */
+  runOnly?: string[];
 }
 
 /** Options that must be known when the module is defined (also accepted by `forRootAsync`). */
@@ -48,4 +54,6 @@ export interface ResolvedJobsOptions {
   maxAttempts: number;
   backoff: BackoffOptions;
   workerId: string;
+  /** Names the poll loop may claim; undefined: every name with a handler in this process. */
+  runOnly: string[] | undefined;
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
 import { JobClaimService } from './claim/job-claim.service';
+import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobDocumentFactory } from './enqueue/job-document.factory';
 import { InvalidJobIdError } from './errors/invalid-job-id.error';
 import { InvalidOptionError } from './errors/invalid-option.error';
@@ -11,7 +12,7 @@ import { JobEvents } from './events/job-events';
 import { JobRunner } from './execution/job-runner.service';
 import { JobsWorkerMonitor } from './health/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './health/jobs-worker-status';
-import type { EnqueueItem, EnqueueOptions, RunNowOutcome } from './jobs.types';
+import type { EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository, type NewJobDocument } from './persistence/jobs.repository';
@@ -38,6 +39,7 @@ export class JobsService {
     private readonly events: JobEvents,
     private readonly monitor: JobsWorkerMonitor,
     private readonly documents: JobDocumentFactory,
+    private readonly registry: JobHandlerRegistry,
   ) {
     this.events$ = events.events$;
   }
@@ -123,34 +125,36 @@ export class JobsService {
 
   /**
    * Liveness of this process: `up` when the database answers a ping within `timeoutMs` and, for a worker, the poll
-   * loop finished an iteration within 3 × `pollIntervalMs`. What `JobsHealthIndicator` reports, for apps without
-   * `@nestjs/terminus`.
+   * loop finished an iteration within 3 × `pollIntervalMs` and its last 3 claims did not all fail (a `down` status
+   * carries the `reason`). What `JobsHealthIndicator` reports, for apps without `@nestjs/terminus`.
    */
   workerStatus(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
     return this.monitor.status(options);
   }
 
   /**
-   * Claims exactly this job, runs it in this process (regardless of `worker`), and returns the row it ended in.
-   * A job that is running elsewhere, not yet due, or already finished is a conflict; nothing runs.
+   * Claims exactly this job, runs it in this process (regardless of `worker` and `runOnly`), and returns the row it
+   * ended in. A `running` job whose lease ran out (its worker died) is taken over like a reclaim, with the lost
+   * attempt counted; if that was its last attempt it is dead-lettered instead (`dead_lettered`) and nothing runs.
+   * A job whose name has no handler in this process, one running under a live lease, one not yet due, or one
+   * already finished is a conflict, and the row is left as it was.
    */
   async runNow(id: string): Promise<RunNowOutcome> {
     const jobId = parseJobId(id);
     if (!jobId) return { kind: 'not_found' };
-    const claim = await this.claims.claimById(jobId);
-    if (!claim) return this.runNowConflict(jobId);
-    const outcome = await this.runner.execute(claim);
+    const taken = await this.claims.claimById(jobId);
+    if (taken.kind === 'missed') return this.runNowConflict(jobId);
+    const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
     const after = await this.repository.findById(jobId);
     if (!after) return { kind: 'not_found' };
-    if (outcome.kind === 'not_started') return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
-    return { kind: 'executed', job: toJobRecord(after) };
+    if (outcome?.kind === 'not_started') return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+    return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
   }
 
   private async runNowConflict(jobId: Types.ObjectId): Promise<RunNowOutcome> {
     const doc = await this.repository.findById(jobId);
     if (!doc) return { kind: 'not_found' };
-    const reason = doc.status === 'running' ? 'locked' : doc.status === 'pending' ? 'not_due' : 'terminal';
-    return { kind: 'conflict', reason, job: toJobRecord(doc) };
+    return { kind: 'conflict', reason: conflictReason(doc, this.registry), job: toJobRecord(doc) };
   }
 
   private emitEnqueued(doc: JobDocument): void {
@@ -171,6 +175,12 @@ export class JobsService {
     }
     throw new Error(`Could not enqueue job with dedupeKey "${doc.dedupeKey}": the key kept changing hands`);
   }
+}
+
+function conflictReason(doc: JobDocument, registry: JobHandlerRegistry): RunNowConflictReason {
+  if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';
+  if (!registry.get(doc.name)) return 'no_handler';
+  return doc.status === 'running' ? 'locked' : 'not_due';
 }
 
 function requireJobId(id: unknown): Types.ObjectId {

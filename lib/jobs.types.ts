@@ -26,10 +26,23 @@ export interface EnqueueItem<TPayload = unknown> {
   options?: EnqueueOptions;
 }
 
+/**
+ * Why `JobsService.runNow` ran nothing: `locked` — running under a live lease; `not_due` — pending with a future
+ * `runAt`; `terminal` — already completed, dead, failed or cancelled; `no_handler` — no `@JobHandler` for its name
+ * in this process (it is left for a process that has one).
+ */
+export type RunNowConflictReason = 'locked' | 'not_due' | 'terminal' | 'no_handler';
+
 /** Result of `JobsService.runNow`. */
 export type RunNowOutcome =
   | { kind: 'not_found' }
-  | { kind: 'conflict'; reason: 'locked' | 'not_due' | 'terminal'; job: JobRecord }
+  | { kind: 'conflict'; reason: RunNowConflictReason; job: JobRecord }
+  /** The job ran here; `job` is the row it ended in. */
   | { kind: 'executed'; job: JobRecord }
-  /** Claimed, but the handler was never called (the claim's lease ended before it could start, or the row cannot run as stored). */
+  /** Its lease had run out on its last attempt: taken over and dead-lettered, the handler did not run. */
+  | { kind: 'dead_lettered'; job: JobRecord }
+  /**
+   * Claimed, but the handler was never called: the claim's own lease had ended before it could start (a slow
+   * database), or the row cannot run as stored (it is then `failed`). `job` is the row afterwards.
+   */
   | { kind: 'not_started'; reason: string; job: JobRecord };

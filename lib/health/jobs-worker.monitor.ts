@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { JobClaimService } from '../claim/job-claim.service';
 import { JobRunner } from '../execution/job-runner.service';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
@@ -10,6 +11,8 @@ import type { JobsWorkerStatus } from './jobs-worker-status';
 const DEFAULT_PING_TIMEOUT_MS = 1000;
 /** A worker whose poll loop has not finished an iteration for this many poll intervals is stalled. */
 const STALLED_AFTER_POLL_INTERVALS = 3;
+/** Claims failing this many times in a row mean the loop polls on schedule but takes nothing: down. */
+const DOWN_AFTER_CLAIM_FAILURES = 3;
 
 /** Computes this process's liveness: the database's ping plus, for a worker, the poll loop's schedule. */
 @Injectable()
@@ -17,6 +20,7 @@ export class JobsWorkerMonitor {
   constructor(
     private readonly repository: JobsRepository,
     private readonly runner: JobRunner,
+    private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
@@ -47,7 +51,11 @@ export class JobsWorkerMonitor {
     if (!poll.polling) return 'The poll loop is not running (not started yet, or shut down)';
     const stalledAfter = STALLED_AFTER_POLL_INTERVALS * this.options.pollIntervalMs;
     const sinceLastPoll = poll.lastPollAt ? now().getTime() - poll.lastPollAt.getTime() : Number.POSITIVE_INFINITY;
-    return sinceLastPoll > stalledAfter ? `The poll loop has not finished a poll within ${stalledAfter} ms` : undefined;
+    if (sinceLastPoll > stalledAfter) return `The poll loop has not finished a poll within ${stalledAfter} ms`;
+    const claims = this.claims.claimHealth();
+    return claims.consecutiveFailures >= DOWN_AFTER_CLAIM_FAILURES
+      ? `Claims keep failing (${claims.consecutiveFailures} in a row): ${claims.lastFailure}`
+      : undefined;
   }
 }
 

@@ -51,8 +51,9 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
     },
     { collection: collectionName, versionKey: false, minimize: false, autoIndex: false },
   );
-  // Claim: due pending rows in priority order.
-  schema.index({ status: 1, priority: -1, runAt: 1, _id: 1 }, { name: 'claim' });
+  // Claim: due pending rows of the names a worker runs, in priority order. One index scan per name, merged in sort
+  // order ("explode for sort"); a new name, because an index named 'claim' with other keys may already exist.
+  schema.index({ status: 1, name: 1, priority: -1, runAt: 1, _id: 1 }, { name: 'claim_by_name' });
   // Reclaim: running rows whose lease ran out.
   schema.index({ status: 1, lockedUntil: 1 }, { name: 'reclaim' });
   // One pending/running job per dedupe key; the key is unset when the job leaves those states.

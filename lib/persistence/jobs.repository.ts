@@ -9,6 +9,7 @@ const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
 /** Terminal transitions also free the dedupe key, so the same key can be enqueued again. */
 const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeKey: '' } as const;
 const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
+const RECLAIM_SORT = { lockedUntil: 1, _id: 1 } as const;
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 /** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
 const INSERT_OPTIONS = { ignoreUndefined: true } as const;
@@ -73,40 +74,84 @@ export class JobsRepository implements OnModuleInit {
     return this.collection.findOne({ dedupeKey });
   }
 
-  /** Takes over one running job whose lease ran out, counting the lost attempt. */
-  reclaimExpired(now: Date, lockId: string, lockedUntil: Date, excludedNames: string[]): Promise<JobDocument | null> {
-    const attempt: JobAttempt = {
-      at: now,
-      error: 'Lease expired before the previous attempt finished',
-      errorClass: 'LeaseExpired',
-    };
+  /** Takes over the running job in scope whose lease ran out first, counting the lost attempt. */
+  reclaimExpired(now: Date, lockId: string, lockedUntil: Date, scope: ClaimScope): Promise<JobDocument | null> {
     return this.collection.findOneAndUpdate(
-      { status: 'running', lockedUntil: { $lte: now }, ...namesFilter(excludedNames) },
+      { ...expiredFilter(now), ...scopeFilter(scope) },
+      reclaimUpdate(now, lockId, lockedUntil),
       {
-        $set: { lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now, lastError: attempt.error },
-        $inc: { attemptCount: 1, fencingToken: 1 },
-        $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
+        sort: RECLAIM_SORT,
+        returnDocument: 'after',
       },
-      { sort: { lockedUntil: 1, _id: 1 }, returnDocument: 'after' },
     );
   }
 
-  /** Claims the next due pending job: priority desc, runAt asc, _id asc. */
-  claimDue(now: Date, lockId: string, lockedUntil: Date, excludedNames: string[]): Promise<JobDocument | null> {
+  /** Takes over exactly this job if it is running with an expired lease (and has one of `names`). */
+  reclaimById(
+    id: Types.ObjectId,
+    now: Date,
+    lockId: string,
+    lockedUntil: Date,
+    names?: string[],
+  ): Promise<JobDocument | null> {
     return this.collection.findOneAndUpdate(
-      { status: 'pending', runAt: { $lte: now }, ...namesFilter(excludedNames) },
+      { _id: id, ...expiredFilter(now), ...namesFilter(names) },
+      reclaimUpdate(now, lockId, lockedUntil),
+      { returnDocument: 'after' },
+    );
+  }
+
+  /** The row (id, name) `reclaimExpired` would take next, read without writing: finds a row the server refuses. */
+  nextExpired(now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
+      { ...expiredFilter(now), ...scopeFilter(scope) },
+      { sort: RECLAIM_SORT, projection: { _id: 1, name: 1 } },
+    );
+  }
+
+  /** Claims the next due pending job in scope: priority desc, runAt asc, _id asc. */
+  claimDue(now: Date, lockId: string, lockedUntil: Date, scope: ClaimScope): Promise<JobDocument | null> {
+    return this.collection.findOneAndUpdate(
+      { ...dueFilter(now), ...scopeFilter(scope) },
       claimUpdate(now, lockId, lockedUntil),
       { sort: CLAIM_SORT, returnDocument: 'after' },
     );
   }
 
-  /** Claims exactly this job if it is pending and due (for `runNow`). */
-  claimById(id: Types.ObjectId, now: Date, lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
+  /** The row (id, name) `claimDue` would take next, read without writing: finds a row the server refuses. */
+  nextDue(now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
+      { ...dueFilter(now), ...scopeFilter(scope) },
+      { sort: CLAIM_SORT, projection: { _id: 1, name: 1 } },
+    );
+  }
+
+  /** Claims exactly this job if it is pending and due (and has one of `names`). */
+  claimById(
+    id: Types.ObjectId,
+    now: Date,
+    lockId: string,
+    lockedUntil: Date,
+    names?: string[],
+  ): Promise<JobDocument | null> {
     return this.collection.findOneAndUpdate(
-      { _id: id, status: 'pending', runAt: { $lte: now } },
+      { _id: id, ...dueFilter(now), ...namesFilter(names) },
       claimUpdate(now, lockId, lockedUntil),
       { returnDocument: 'after' },
     );
+  }
+
+  /**
+   * Moves a row the server refuses to claim (`from: 'pending'`) or reclaim (`from: 'running'`) to `failed`, with
+   * only `$set`/`$unset` of top-level fields: the update that failed was an `$inc`/`$push` on a malformed field.
+   * False when the row no longer matches the search that found it.
+   */
+  async setAside(id: Types.ObjectId, from: 'pending' | 'running', reason: string, now: Date): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { _id: id, ...(from === 'pending' ? dueFilter(now) : expiredFilter(now)) },
+      { $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now }, $unset: RELEASED_FIELDS },
+    );
+    return result.matchedCount === 1;
   }
 
   /**
@@ -248,8 +293,57 @@ function owned(id: Types.ObjectId, lockId: string): mongo.Filter<JobDocument> {
   return { _id: id, lockedBy: lockId, status: 'running' };
 }
 
-function namesFilter(excludedNames: string[]): mongo.Filter<JobDocument> {
-  return excludedNames.length > 0 ? { name: { $nin: excludedNames } } : {};
+/** What a claim may take: rows with one of `names`, except the ids set aside in memory. */
+export interface ClaimScope {
+  names: string[];
+  skipIds: Types.ObjectId[];
+}
+
+/**
+ * Error codes a server answers for one document's contents (an `$inc` on a string, a `$push` to a non-array, a
+ * path through a scalar, a document over 16 MB), as opposed to a network, timeout or server-state error.
+ */
+const DOCUMENT_UPDATE_ERROR_CODES = new Set([2, 14, 28, 10334, 17419]);
+
+/** Whether the server refused an update because of the document it matched: retrying would fail the same way. */
+export function isDocumentUpdateError(error: unknown): error is mongo.MongoServerError {
+  return (
+    error instanceof mongo.MongoServerError &&
+    typeof error.code === 'number' &&
+    DOCUMENT_UPDATE_ERROR_CODES.has(error.code) &&
+    !error.hasErrorLabel('RetryableWriteError')
+  );
+}
+
+function dueFilter(now: Date): mongo.Filter<JobDocument> {
+  return { status: 'pending', runAt: { $lte: now } };
+}
+
+function expiredFilter(now: Date): mongo.Filter<JobDocument> {
+  return { status: 'running', lockedUntil: { $lte: now } };
+}
+
+function namesFilter(names: string[] | undefined): mongo.Filter<JobDocument> {
+  return names ? { name: { $in: names } } : {};
+}
+
+function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
+  return scope.skipIds.length > 0
+    ? { name: { $in: scope.names }, _id: { $nin: scope.skipIds } }
+    : { name: { $in: scope.names } };
+}
+
+function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
+  const attempt: JobAttempt = {
+    at: now,
+    error: 'Lease expired before the previous attempt finished',
+    errorClass: 'LeaseExpired',
+  };
+  return {
+    $set: { lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now, lastError: attempt.error },
+    $inc: { attemptCount: 1, fencingToken: 1 },
+    $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
+  };
 }
 
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

@@ -181,14 +181,12 @@ describe('engine (one worker)', () => {
     await settled(job.id, 'completed');
   });
 
-  it('marks a due job with no handler in this process failed and keeps going', async () => {
-    const orphan = await app.jobs.enqueue('nobody-handles-this', { x: 1 }, { strict: false });
-    await settled(orphan.id, 'failed');
-    expect((await app.jobs.findById(orphan.id))?.lastError).toContain(
-      'No @JobHandler is registered for job "nobody-handles-this"',
-    );
+  it('leaves a due job with no handler in this process pending and untouched, and keeps going', async () => {
+    const orphan = await app.jobs.enqueue('nobody-handles-this', { x: 1 }, { strict: false, priority: 1 });
     const next = await app.jobs.enqueue('greet', { who: 'after orphan' });
     await settled(next.id, 'completed');
+    expect(await app.jobs.findById(orphan.id)).toMatchObject({ status: 'pending', fencingToken: 0, lastError: null });
+    await app.jobs.cancel(orphan.id);
   });
 
   it('rejects unknown names unless strict is false, storing nothing', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
+import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
@@ -77,6 +78,63 @@ describe('JobsService.runNow', () => {
     expect(outcomes.map((o) => o.kind).sort()).toEqual(['conflict', 'executed']);
     expect(outcomes.find((o) => o.kind === 'executed')).toMatchObject({ job: { status: 'completed' } });
     expect(calls.length - before).toBe(1);
+  });
+
+  /** Turns a job into the row of a worker that died mid-attempt: running, someone else's lock, lease over. */
+  const abandon = (id: string, fields: Record<string, unknown> = {}) =>
+    app.connection.collection('jobs').updateOne(
+      { _id: new Types.ObjectId(id) },
+      {
+        $set: {
+          status: 'running',
+          lockedBy: 'crashed-worker#1',
+          lockedUntil: new Date(Date.now() - 1000),
+          fencingToken: 1,
+          ...fields,
+        },
+      },
+    );
+
+  it('takes over a running job whose lease ran out, counting the lost attempt, and runs it', async () => {
+    const job = await app.jobs.enqueue('now', {}, { maxAttempts: 3 });
+    await abandon(job.id);
+    const outcome = await app.jobs.runNow(job.id);
+    expect(outcome).toMatchObject({
+      kind: 'executed',
+      job: { status: 'completed', attemptCount: 1, fencingToken: 2, attempts: [{ errorClass: 'LeaseExpired' }] },
+    });
+    expect(calls.at(-1)).toBe(job.id);
+  });
+
+  it('dead-letters a running job whose lost attempt was its last, without running the handler', async () => {
+    const job = await app.jobs.enqueue('now', {}, { maxAttempts: 2 });
+    await abandon(job.id, { attemptCount: 1 });
+    const before = calls.length;
+    const outcome = await app.jobs.runNow(job.id);
+    expect(outcome).toMatchObject({
+      kind: 'dead_lettered',
+      job: { status: 'dead', attemptCount: 2, lockedBy: null, attempts: [{ errorClass: 'LeaseExpired' }] },
+    });
+    expect(calls.length).toBe(before);
+  });
+
+  it('answers conflict(locked) for a running job whose lease is still live, and leaves it alone', async () => {
+    const job = await app.jobs.enqueue('now', {});
+    await abandon(job.id, { lockedUntil: new Date(Date.now() + 60_000) });
+    expect(await app.jobs.runNow(job.id)).toMatchObject({
+      kind: 'conflict',
+      reason: 'locked',
+      job: { status: 'running', lockedBy: 'crashed-worker#1', fencingToken: 1, attemptCount: 0 },
+    });
+  });
+
+  it('answers conflict(no_handler) for a job no handler in this process runs, and leaves it pending', async () => {
+    const job = await app.jobs.enqueue('elsewhere', {}, { strict: false });
+    expect(await app.jobs.runNow(job.id)).toMatchObject({
+      kind: 'conflict',
+      reason: 'no_handler',
+      job: { status: 'pending', fencingToken: 0, lockedBy: null, lastError: null },
+    });
   });
 
   it('answers not_started, without calling the handler, when the claim comes back after its own lease ended', async () => {

@@ -20,8 +20,16 @@ describe('resolveJobsOptions', () => {
     [{ backoff: { baseMs: 10, maxMs: 5 } }, 'backoff.maxMs'],
     [{ collectionName: '' }, 'collectionName'],
     [{ workerId: '' }, 'workerId'],
+    [{ runOnly: 'heavy' as unknown as string[] }, 'runOnly'],
+    [{ runOnly: [] }, 'runOnly'],
+    [{ runOnly: ['heavy', ''] }, 'runOnly[1]'],
   ])('rejects %j naming %s', (options, option) => {
     expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
     expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);
+  });
+
+  it('keeps runOnly without duplicates, and leaves it unset by default (every handled name)', () => {
+    expect(resolveJobsOptions({ runOnly: ['heavy', 'heavy', 'video'] }).runOnly).toEqual(['heavy', 'video']);
+    expect(resolveJobsOptions({}).runOnly).toBeUndefined();
   });
 });
