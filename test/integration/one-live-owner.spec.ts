@@ -11,7 +11,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const runs: { jobId: string; token: number; startedAt: number; endedAt?: number }[] = [];
 let live = 0;
 let maxLive = 0;
-const secondRun = deferred();
+let secondRun = deferred();
 
 function track<T>(ctx: JobExecutionContext, work: () => Promise<T>): Promise<T> {
   const run: (typeof runs)[number] = { jobId: ctx.jobId, token: ctx.fencingToken, startedAt: Date.now() };
@@ -61,6 +61,7 @@ describe('one live owner per job', () => {
   };
 
   beforeEach(() => {
+    secondRun = deferred();
     runs.length = 0;
     live = 0;
     maxLive = 0;

@@ -25,12 +25,13 @@ class ShutdownHandlers {
   async cooperative(payload: { ms: number }, ctx: JobExecutionContext) {
     const entry: (typeof seen)[number] = { jobId: ctx.jobId };
     seen.push(entry);
-    await new Promise<void>((resolve) => {
+    // Stops on abort by rejecting with the reason: the row is then released, not completed.
+    await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, payload.ms);
       ctx.signal.addEventListener('abort', () => {
         clearTimeout(timer);
         entry.reason = ctx.signal.reason;
-        resolve();
+        reject(ctx.signal.reason);
       });
     });
   }
