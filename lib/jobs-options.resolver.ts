@@ -32,5 +32,10 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
     maxAttempts: positiveInteger('maxAttempts', options.maxAttempts ?? d.maxAttempts),
     backoff,
     workerId: nonEmptyString('workerId', options.workerId ?? defaultWorkerId()),
+    indexSetupTimeoutMs: duration(
+      'indexSetupTimeoutMs',
+      options.indexSetupTimeoutMs ?? d.indexSetupTimeoutMs,
+      MAX_TIMER_MS,
+    ),
   };
 }

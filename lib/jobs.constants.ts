@@ -34,4 +34,5 @@ export const DEFAULT_JOBS_OPTIONS = {
   shutdownGraceMs: 10_000,
   maxAttempts: 5,
   backoff: { baseMs: 1000, maxMs: 900_000 },
+  indexSetupTimeoutMs: 60_000,
 } as const;

@@ -28,6 +28,12 @@ export interface JobsModuleOptions {
   backoff?: Partial<BackoffOptions>;
   /** Identity of this worker process in `lockedBy`. @default `${hostname}:${pid}:${random}` */
   workerId?: string;
+  /**
+   * Bootstrap fails with `IndexSetupTimeoutError` when creating and checking the collection's indexes takes longer,
+   * instead of hanging on a database that does not answer. Raise it when a large collection needs longer builds.
+   * @default 60000
+   */
+  indexSetupTimeoutMs?: number;
 }
 
 /** Options that must be known when the module is defined (also accepted by `forRootAsync`). */
@@ -48,4 +54,5 @@ export interface ResolvedJobsOptions {
   maxAttempts: number;
   backoff: BackoffOptions;
   workerId: string;
+  indexSetupTimeoutMs: number;
 }

@@ -20,6 +20,7 @@ describe('resolveJobsOptions', () => {
     [{ backoff: { baseMs: 10, maxMs: 5 } }, 'backoff.maxMs'],
     [{ collectionName: '' }, 'collectionName'],
     [{ workerId: '' }, 'workerId'],
+    [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
   ])('rejects %j naming %s', (options, option) => {
     expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
     expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);

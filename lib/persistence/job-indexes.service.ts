@@ -1,0 +1,52 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { IndexConflictError } from '../errors/index-conflict.error';
+import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
+import { withTimeout } from '../utils/with-timeout';
+import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from './guarantee-indexes';
+import { JobsRepository } from './jobs.repository';
+
+/**
+ * Bootstrap step: creates the collection's indexes, drops the old global dedupe index, and refuses to start unless
+ * every index an exactly-once promise depends on is in force — within `indexSetupTimeoutMs`, never hanging.
+ */
+@Injectable()
+export class JobIndexes implements OnModuleInit {
+  private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+
+  constructor(
+    private readonly repository: JobsRepository,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const { collectionName, indexSetupTimeoutMs } = this.options;
+    await withTimeout(
+      this.setUp(),
+      indexSetupTimeoutMs,
+      () => new IndexSetupTimeoutError(collectionName, indexSetupTimeoutMs),
+    );
+  }
+
+  private async setUp(): Promise<void> {
+    const failures = await this.repository.createDeclaredIndexes();
+    const indexes = await this.repository.listIndexes();
+    for (const legacy of indexes.filter(isLegacyDedupeIndex)) {
+      // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
+      await this.repository.dropIndex(legacy.name);
+      this.logger.log(`Dropped the old global dedupe index "${legacy.name}": dedupe keys are now unique per job name`);
+    }
+    for (const guarantee of GUARANTEE_INDEXES) {
+      const found = guaranteeIndexProblem(guarantee, indexes);
+      if (found) {
+        throw new IndexConflictError(this.options.collectionName, guarantee, found, {
+          cause: failures.get(guarantee.name),
+        });
+      }
+      // An equivalent index under another name enforces it just as well.
+      failures.delete(guarantee.name);
+    }
+    for (const error of failures.values()) throw error;
+  }
+}
