@@ -8,8 +8,9 @@ import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from '.
 import { JobsRepository } from './jobs.repository';
 
 /**
- * Bootstrap step: creates the collection's indexes, drops the old global dedupe index, and refuses to start unless
- * every index an exactly-once promise depends on is in force — within `indexSetupTimeoutMs`, never hanging.
+ * Bootstrap step: creates the collection's indexes, drops the old global dedupe index, refuses to start unless every
+ * index an exactly-once promise depends on is in force, and scopes older versions' live dedupe keys — all within
+ * `indexSetupTimeoutMs`, never hanging.
  */
 @Injectable()
 export class JobIndexes implements OnModuleInit {
@@ -48,5 +49,17 @@ export class JobIndexes implements OnModuleInit {
       failures.delete(guarantee.name);
     }
     for (const error of failures.values()) throw error;
+    await this.scopeLegacyKeys();
+  }
+
+  private async scopeLegacyKeys(): Promise<void> {
+    const { scoped, clashes } = await this.repository.scopeLegacyKeys();
+    if (scoped > 0) this.logger.log(`Scoped the dedupe keys of ${scoped} pending/running job(s) from an older version`);
+    if (clashes > 0) {
+      this.logger.warn(
+        `${clashes} pending/running job(s) from an older version share a job name and dedupeKey with another live ` +
+          'job; they keep running, but their keys no longer deduplicate',
+      );
+    }
   }
 }

@@ -68,6 +68,46 @@ export class JobsRepository {
     }
   }
 
+  /**
+   * Gives pending/running rows that an older version enqueued with a dedupeKey (and no scope) their scope, so their
+   * keys keep deduplicating. Resolves how many rows got one, and how many could not because another live job of the
+   * same name holds the key already (possible only for rows that older processes enqueued after the old index went).
+   */
+  async scopeLegacyKeys(): Promise<{ scoped: number; clashes: number }> {
+    const rows = this.collection.find(
+      { status: { $in: LIVE }, dedupeKey: { $exists: true }, dedupeScope: { $exists: false } },
+      { projection: { name: 1, dedupeKey: 1 } },
+    );
+    const totals = { scoped: 0, clashes: 0 };
+    let batch: mongo.AnyBulkWriteOperation<JobDocument>[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const ops = batch;
+      batch = [];
+      try {
+        totals.scoped += (await this.collection.bulkWrite(ops, { ordered: false })).modifiedCount;
+      } catch (error) {
+        if (!(error instanceof mongo.MongoBulkWriteError)) throw error;
+        const writeErrors = [error.writeErrors].flat();
+        if (writeErrors.some((e) => e.code !== DUPLICATE_KEY)) throw error;
+        totals.scoped += error.result.modifiedCount;
+        totals.clashes += writeErrors.length;
+      }
+    };
+    for await (const row of rows) {
+      const scope = dedupeScope(row.name, row.dedupeKey as string);
+      batch.push({
+        updateOne: {
+          filter: { _id: row._id, status: { $in: LIVE }, dedupeScope: { $exists: false } },
+          update: { $set: { dedupeScope: scope } },
+        },
+      });
+      if (batch.length >= 1000) await flush();
+    }
+    await flush();
+    return totals;
+  }
+
   /** Resolves false when the index was gone already (another process dropped it first). */
   async dropIndex(name: string): Promise<boolean> {
     try {

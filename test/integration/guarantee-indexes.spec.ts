@@ -72,6 +72,26 @@ describe('indexes the guarantees depend on', () => {
     }
   });
 
+  it('give pending jobs of an older version their dedupe scope, so their keys keep deduplicating per name', async () => {
+    const dbName = freshDb('idx_upgrade');
+    const at = new Date();
+    const old = { payload: null, runAt: at, priority: 0, attemptCount: 0, maxAttempts: 5, attempts: [] };
+    const { insertedId } = await client
+      .db(dbName)
+      .collection('jobs')
+      .insertOne({ ...old, name: 'sync', status: 'pending', dedupeKey: 'old', fencingToken: 0, createdAt: at });
+    const app = await createJobsTestApp({ dbName, options: { worker: false } });
+    try {
+      const mail = await app.jobs.enqueue('mail', null, { dedupeKey: 'old', strict: false });
+      expect(mail.id).not.toBe(insertedId.toHexString());
+      expect((await app.jobs.enqueue('sync', null, { dedupeKey: 'old', strict: false })).id).toBe(
+        insertedId.toHexString(),
+      );
+    } finally {
+      await app.close();
+    }
+  });
+
   it('fail bootstrap with IndexSetupTimeoutError when the database stops answering during index creation', async () => {
     const proxy = await TcpProxy.start(testMongoUri());
     try {
