@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
+import { Types } from 'mongoose';
 import { JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
@@ -104,5 +105,17 @@ describe('dedupeKey', () => {
     });
     expect(await a.jobs.findById(job.id)).toEqual(cancelled);
     expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'revive:2' })).id).toBe(holder.id);
+  });
+
+  it('frees a scope that a worker of an older version left on a finished job, so the key works again', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' });
+    // An older version's completion: it unsets dedupeKey but knows nothing of dedupeScope.
+    await a.connection
+      .collection('jobs')
+      .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { status: 'completed' }, $unset: { dedupeKey: '' } });
+    const fresh = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' });
+    expect(fresh.id).not.toBe(job.id);
+    expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' })).id).toBe(fresh.id);
   });
 });
