@@ -169,7 +169,7 @@ export class JobsService {
   private async insert(doc: NewJobDocument): Promise<JobDocument> {
     const { dedupeScope } = doc;
     if (dedupeScope === undefined) return this.repository.insert(doc);
-    return (await this.repository.insertDeduped({ ...doc, dedupeScope })).job;
+    return this.repository.insertDeduped({ ...doc, dedupeScope });
   }
 }
 

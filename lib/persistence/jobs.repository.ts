@@ -24,12 +24,6 @@ const INDEX_NOT_FOUND = 27;
 
 export type NewJobDocument = Omit<JobDocument, '_id'>;
 
-/** A job enqueued with a dedupe key: the new row, or the live job of that name that already held the key. */
-export interface DedupedInsert {
-  job: JobDocument;
-  created: boolean;
-}
-
 /** What `retry` did: revived the row, found it in no revivable state, or found its key held by another live job. */
 export type RetryResult =
   | { kind: 'revived'; job: JobDocument }
@@ -135,18 +129,18 @@ export class JobsRepository {
   }
 
   /** Inserts a job with a dedupe scope, or resolves the pending/running job of its name that holds the key. */
-  async insertDeduped(doc: NewJobDocument & { dedupeScope: string }): Promise<DedupedInsert> {
+  async insertDeduped(doc: NewJobDocument & { dedupeScope: string }): Promise<JobDocument> {
     let duplicate: unknown;
     for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
       try {
         // A copy each time: the driver writes the generated _id into the object it inserts.
-        return { job: await this.insert({ ...doc }), created: true };
+        return await this.insert({ ...doc });
       } catch (error) {
         if (codeOf(error) !== DUPLICATE_KEY) throw error;
         duplicate = error;
       }
       const holder = await this.findLiveHolder(doc.dedupeScope);
-      if (holder) return { job: holder, created: false };
+      if (holder) return holder;
       // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
       await this.freeStaleScope(doc.dedupeScope);
     }
