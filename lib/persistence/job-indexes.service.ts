@@ -8,9 +8,9 @@ import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from '.
 import { JobsRepository } from './jobs.repository';
 
 /**
- * Bootstrap step: creates the collection's indexes, drops the old global dedupe index, refuses to start unless every
- * index an exactly-once promise depends on is in force, and scopes older versions' live dedupe keys — all within
- * `indexSetupTimeoutMs`, never hanging.
+ * Bootstrap step: creates the collection's indexes, drops the old global dedupe index (and then scopes the live
+ * dedupe keys older versions left), and refuses to start unless every index an exactly-once promise depends on is in
+ * force — all within `indexSetupTimeoutMs`, never hanging.
  */
 @Injectable()
 export class JobIndexes implements OnModuleInit {
@@ -33,10 +33,11 @@ export class JobIndexes implements OnModuleInit {
   private async setUp(): Promise<void> {
     const failures = await this.repository.createDeclaredIndexes();
     const indexes = await this.repository.listIndexes();
-    for (const legacy of indexes.filter(isLegacyDedupeIndex)) {
+    const legacy = indexes.filter(isLegacyDedupeIndex);
+    for (const index of legacy) {
       // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
-      await this.repository.dropIndex(legacy.name);
-      this.logger.log(`Dropped the old global dedupe index "${legacy.name}": dedupe keys are now unique per job name`);
+      await this.repository.dropIndex(index.name);
+      this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
     }
     for (const guarantee of GUARANTEE_INDEXES) {
       const found = guaranteeIndexProblem(guarantee, indexes);
@@ -49,7 +50,8 @@ export class JobIndexes implements OnModuleInit {
       failures.delete(guarantee.name);
     }
     for (const error of failures.values()) throw error;
-    await this.scopeLegacyKeys();
+    // Only where an older version ran: the scan reads every live job, too much for every start.
+    if (legacy.length > 0) await this.scopeLegacyKeys();
   }
 
   private async scopeLegacyKeys(): Promise<void> {

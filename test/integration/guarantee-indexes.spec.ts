@@ -80,6 +80,10 @@ describe('indexes the guarantees depend on', () => {
       .db(dbName)
       .collection('jobs')
       .insertOne({ ...old, name: 'sync', status: 'pending', dedupeKey: 'old', fencingToken: 0, createdAt: at });
+    await client
+      .db(dbName)
+      .collection('jobs')
+      .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
     const app = await createJobsTestApp({ dbName, options: { worker: false } });
     try {
       const mail = await app.jobs.enqueue('mail', null, { dedupeKey: 'old', strict: false });
