@@ -1,6 +1,9 @@
 export { JobHandler } from './decorators/job-handler.decorator';
 export type { JobHandlerOptions } from './decorators/job-handler.options';
+export { DedupeConflictError } from './errors/dedupe-conflict.error';
 export { DuplicateJobHandlerError } from './errors/duplicate-job-handler.error';
+export { IndexConflictError } from './errors/index-conflict.error';
+export { IndexSetupTimeoutError } from './errors/index-setup-timeout.error';
 export { InvalidDurationError } from './errors/invalid-duration.error';
 export { InvalidJobIdError } from './errors/invalid-job-id.error';
 export { InvalidOptionError } from './errors/invalid-option.error';

@@ -33,6 +33,11 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
     backoff,
     workerId: nonEmptyString('workerId', options.workerId ?? defaultWorkerId()),
     runOnly: options.runOnly === undefined ? undefined : jobNames('runOnly', options.runOnly),
+    indexSetupTimeoutMs: duration(
+      'indexSetupTimeoutMs',
+      options.indexSetupTimeoutMs ?? d.indexSetupTimeoutMs,
+      MAX_TIMER_MS,
+    ),
   };
 }
 

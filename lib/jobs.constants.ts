@@ -38,6 +38,7 @@ export const DEFAULT_JOBS_OPTIONS = {
   shutdownGraceMs: 10_000,
   maxAttempts: 5,
   backoff: { baseMs: 1000, maxMs: 900_000 },
+  indexSetupTimeoutMs: 60_000,
 } as const;
 
 /** After shutdown aborts the handlers still running, how long it waits for them to settle. */

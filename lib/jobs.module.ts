@@ -24,6 +24,7 @@ import { JobsService } from './jobs.service';
 import { resolveJobsOptions } from './jobs-options.resolver';
 import { LeaseHeartbeat } from './lease/lease-heartbeat.service';
 import { createJobSchema, type JobDocument } from './persistence/job.schema';
+import { JobIndexes } from './persistence/job-indexes.service';
 import { JobsRepository } from './persistence/jobs.repository';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
 
@@ -76,6 +77,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
       },
     },
     JobsRepository,
+    JobIndexes,
     JobEvents,
     JobHandlerRegistry,
     JobDocumentFactory,

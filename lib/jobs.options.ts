@@ -34,6 +34,12 @@ export interface JobsModuleOptions {
    * @default every name with a `@JobHandler` in this process
    */
   runOnly?: string[];
+  /**
+   * Bootstrap fails with `IndexSetupTimeoutError` when creating and checking the collection's indexes takes longer,
+   * instead of hanging on a database that does not answer. Raise it when a large collection needs longer builds.
+   * @default 60000
+   */
+  indexSetupTimeoutMs?: number;
 }
 
 /** Options that must be known when the module is defined (also accepted by `forRootAsync`). */
@@ -56,4 +62,5 @@ export interface ResolvedJobsOptions {
   workerId: string;
   /** Names the poll loop may claim; undefined: every name with a handler in this process. */
   runOnly: string[] | undefined;
+  indexSetupTimeoutMs: number;
 }

@@ -4,6 +4,7 @@ import type { Observable } from 'rxjs';
 import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobDocumentFactory } from './enqueue/job-document.factory';
+import { DedupeConflictError } from './errors/dedupe-conflict.error';
 import { InvalidJobIdError } from './errors/invalid-job-id.error';
 import { InvalidOptionError } from './errors/invalid-option.error';
 import { JobCancelledError } from './errors/job-cancelled.error';
@@ -18,9 +19,6 @@ import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.
 import { JobsRepository, type NewJobDocument } from './persistence/jobs.repository';
 import { now } from './utils/clock';
 import { parseJobId } from './utils/job-id';
-
-/** Races on a freed dedupe key are retried this many times before giving up. */
-const DEDUPE_INSERT_TRIES = 5;
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()
@@ -55,7 +53,7 @@ export class JobsService {
     options: EnqueueOptions = {},
   ): Promise<JobRecord<TPayload>> {
     const doc = this.documents.build(name, payload, options);
-    const stored = doc.dedupeKey === undefined ? await this.repository.insert(doc) : await this.insertDeduped(doc);
+    const stored = await this.insert(doc);
     this.runner.notifyEnqueued();
     this.emitEnqueued(stored);
     return toJobRecord<TPayload>(stored);
@@ -63,7 +61,8 @@ export class JobsService {
 
   /**
    * Stores many jobs in one bulk insert, returned in input order. All items are validated first; with a
-   * `dedupeKey` already held (or repeated in the batch), the holder is returned for that item.
+   * `dedupeKey` already held by a pending or running job of the same name (or repeated in the batch), the holder is
+   * returned for that item.
    */
   async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<JobRecord<TPayload>[]> {
     if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
@@ -71,10 +70,7 @@ export class JobsService {
     if (docs.length === 0) return [];
     const { ids, duplicateIndexes } = await this.repository.insertMany(docs);
     const results: JobDocument[] = docs.map((doc, index) => ({ ...doc, _id: ids.get(index) }) as JobDocument);
-    for (const index of duplicateIndexes) {
-      const holder = await this.repository.findByDedupeKey(docs[index].dedupeKey as string);
-      results[index] = holder ?? (await this.insertDeduped(docs[index]));
-    }
+    for (const index of duplicateIndexes) results[index] = await this.insert(docs[index]);
     this.runner.notifyEnqueued();
     for (const doc of results) this.emitEnqueued(doc);
     return results.map((doc) => toJobRecord<TPayload>(doc));
@@ -88,8 +84,10 @@ export class JobsService {
 
   /**
    * pending → cancelled; running → cancelled, and its handler's signal is aborted with `JobCancelledError` if it
-   * runs in this process (another process's handler notices through its next lease renewal). Returns the job
-   * afterwards (unchanged when it was already finished), or null when there is no such job.
+   * runs in this process. A handler in another process is not told "cancelled": its next lease renewal (within one
+   * heartbeat interval) finds the row no longer its own and aborts its signal with `LeaseLostError('taken-over')`.
+   * The dedupe key is freed at once. Returns the job afterwards (unchanged when it was already finished), or null
+   * when there is no such job.
    * @throws InvalidJobIdError
    */
   async cancel(id: string): Promise<JobRecord | null> {
@@ -103,15 +101,27 @@ export class JobsService {
   }
 
   /**
-   * dead / failed / cancelled → pending, due now, with `attemptCount` reset (the attempt history is kept).
-   * Returns the job afterwards (unchanged in any other state), or null when there is no such job.
+   * dead / failed / cancelled → pending, with `attemptCount` reset (the attempt history is kept) and its dedupe key
+   * held again. Due now, except a job cancelled while running: due when its old owner's lease runs out
+   * (`lockedUntil`), so two handlers never run it at once. Returns the job afterwards (unchanged in any other state),
+   * or null when there is no such job.
    * @throws InvalidJobIdError
+   * @throws DedupeConflictError when another pending or running job of the same name holds its dedupe key; nothing
+   * changes.
    */
   async retry(id: string): Promise<JobRecord | null> {
-    const revived = await this.repository.retry(requireJobId(id), now());
-    if (!revived) return this.findById(id);
-    this.runner.notifyEnqueued();
-    return toJobRecord(revived);
+    const result = await this.repository.retry(requireJobId(id), now());
+    switch (result.kind) {
+      case 'not-revivable':
+        return this.findById(id);
+      case 'conflict': {
+        const { job, holder } = result;
+        throw new DedupeConflictError(id, job.name, job.dedupeKey as string, holder._id.toHexString());
+      }
+      case 'revived':
+        this.runner.notifyEnqueued();
+        return toJobRecord(result.job);
+    }
   }
 
   /** Number of jobs per status (every status present, zero included). */
@@ -147,7 +157,8 @@ export class JobsService {
     const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
     const after = await this.repository.findById(jobId);
     if (!after) return { kind: 'not_found' };
-    if (outcome?.kind === 'not_started') return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+    if (outcome?.kind === 'not_started')
+      return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
     return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
   }
 
@@ -161,19 +172,11 @@ export class JobsService {
     this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
   }
 
-  /** Inserts, or returns the pending/running holder of the same dedupe key. */
-  private async insertDeduped(doc: NewJobDocument): Promise<JobDocument> {
-    for (let tries = 0; tries < DEDUPE_INSERT_TRIES; tries += 1) {
-      try {
-        return await this.repository.insert({ ...doc });
-      } catch (error) {
-        if ((error as { code?: unknown }).code !== 11000) throw error;
-      }
-      const holder = await this.repository.findByDedupeKey(doc.dedupeKey as string);
-      if (holder) return holder;
-      // The holder finished between our insert and our read, freeing the key: insert again.
-    }
-    throw new Error(`Could not enqueue job with dedupeKey "${doc.dedupeKey}": the key kept changing hands`);
+  /** Inserts, or with a dedupe key held by a live job of the same name, returns that job. */
+  private async insert(doc: NewJobDocument): Promise<JobDocument> {
+    const { dedupeScope } = doc;
+    if (dedupeScope === undefined) return this.repository.insert(doc);
+    return this.repository.insertDeduped({ ...doc, dedupeScope });
   }
 }
 

@@ -6,6 +6,7 @@ import { UnknownJobError } from '../errors/unknown-job.error';
 import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import type { EnqueueOptions } from '../jobs.types';
+import { dedupeScope } from '../persistence/dedupe-scope';
 import type { NewJobDocument } from '../persistence/jobs.repository';
 import { addMs, now } from '../utils/clock';
 import { assertStorablePayload } from '../utils/payload-validator';
@@ -48,7 +49,10 @@ export class JobDocumentFactory {
       createdAt: at,
       updatedAt: at,
     };
-    if (options.dedupeKey !== undefined) doc.dedupeKey = nonEmptyString('dedupeKey', options.dedupeKey);
+    if (options.dedupeKey !== undefined) {
+      doc.dedupeKey = nonEmptyString('dedupeKey', options.dedupeKey);
+      doc.dedupeScope = dedupeScope(jobName, doc.dedupeKey);
+    }
     return doc;
   }
 }

@@ -1,8 +1,8 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { type Observable, Subject } from 'rxjs';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import { IsolatedObservable } from './isolated-observable';
 import { now } from '../utils/clock';
+import { IsolatedObservable } from './isolated-observable';
 import type { JobEvent, JobEventType } from './job-event';
 
 /** The process-local event stream behind `JobsService.events$`. */

@@ -4,8 +4,8 @@ import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
-import type { Lease } from '../lease/lease';
 import { MAX_TIMER_MS } from '../jobs.constants';
+import type { Lease } from '../lease/lease';
 import { decodePayload } from '../utils/payload-codec';
 import type { JobExecutionContext } from './job-execution-context';
 

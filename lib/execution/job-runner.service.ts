@@ -125,7 +125,12 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       },
       onRenewed: () => this.events.emit('renewed', about),
     });
-    const entry: RunningExecution = { execution, lease, handlerSettled: false, done: Promise.resolve({ kind: 'succeeded' }) };
+    const entry: RunningExecution = {
+      execution,
+      lease,
+      handlerSettled: false,
+      done: Promise.resolve({ kind: 'succeeded' }),
+    };
     this.running.set(claim.lockId, entry);
     this.adjustRunning(claim.doc.name, +1);
     entry.done = this.runToEnd(entry, about).finally(() => {

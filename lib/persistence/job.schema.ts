@@ -1,5 +1,6 @@
 import { Schema, Types } from 'mongoose';
 import { decodePayload } from '../utils/payload-codec';
+import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, SCHEDULE_INDEX } from './guarantee-indexes';
 import { JOB_STATUSES, type JobAttempt, type JobRecord, type JobStatus } from './job.types';
 
 /** The document in MongoDB. Optional fields are absent (unset) rather than null. */
@@ -17,7 +18,10 @@ export interface JobDocument {
   lockedBy?: string;
   lockedUntil?: Date;
   fencingToken: number;
+  /** The user's key, kept for display and for `retry` after the job leaves pending/running. */
   dedupeKey?: string;
+  /** `dedupeScope(name, dedupeKey)` while the job is pending or running; what the unique index enforces. */
+  dedupeScope?: string;
   /** `cron:<name>:<tick ISO>` of a scheduled job; unlike dedupeKey never released, so a tick runs once. */
   scheduleKey?: string;
   createdAt: Date;
@@ -43,6 +47,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       lockedUntil: Date,
       fencingToken: { type: Number, default: 0 },
       dedupeKey: String,
+      dedupeScope: String,
       scheduleKey: String,
       createdAt: Date,
       updatedAt: Date,
@@ -56,11 +61,15 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   schema.index({ status: 1, name: 1, priority: -1, runAt: 1, _id: 1 }, { name: 'claim_by_name' });
   // Reclaim: running rows whose lease ran out.
   schema.index({ status: 1, lockedUntil: 1 }, { name: 'reclaim' });
-  // One pending/running job per dedupe key; the key is unset when the job leaves those states.
-  schema.index({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+  // One pending/running job per name and dedupe key: the scope is unset when the job leaves those states.
+  uniqueSparse(schema, DEDUPE_SCOPE_INDEX);
   // One job per schedule tick, forever: the key is never unset.
-  schema.index({ scheduleKey: 1 }, { name: 'schedule', unique: true, sparse: true });
+  uniqueSparse(schema, SCHEDULE_INDEX);
   return schema;
+}
+
+function uniqueSparse(schema: Schema<JobDocument>, index: GuaranteeIndex): void {
+  schema.index({ [index.field]: 1 }, { name: index.name, unique: true, sparse: true });
 }
 
 export function toJobRecord<TPayload = unknown>(doc: JobDocument): JobRecord<TPayload> {

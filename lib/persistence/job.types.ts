@@ -32,10 +32,11 @@ export interface JobRecord<TPayload = unknown> {
   lastError: string | null;
   /** Lock id of the execution that owns the job while `running`. */
   lockedBy: string | null;
-  /** Lease deadline while `running`. */
+  /** Lease deadline while `running`; on a job cancelled while running, that run's last deadline (see `retry`). */
   lockedUntil: Date | null;
   /** Increases on every claim of this job. */
   fencingToken: number;
+  /** The key given at enqueue; kept after the job finishes (it only dedupes while the job is pending or running). */
   dedupeKey: string | null;
   createdAt: Date;
   updatedAt: Date;

@@ -1,24 +1,41 @@
-import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo, type Types } from 'mongoose';
 import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import { dedupeScope } from './dedupe-scope';
+import type { IndexInfo } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
 import type { JobAttempt, JobStatus } from './job.types';
 
 /** Fields that only mean something while a job is `running`. */
 const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
-/** Terminal transitions also free the dedupe key, so the same key can be enqueued again. */
-const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeKey: '' } as const;
+/**
+ * Leaving pending/running also frees the dedupe scope, so the same key can be enqueued again. The user's
+ * `dedupeKey` stays on the row (display, and `retry` takes the scope back).
+ */
+const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeScope: '' } as const;
 const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
 const RECLAIM_SORT = { lockedUntil: 1, _id: 1 } as const;
+const LIVE: JobStatus[] = ['pending', 'running'];
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 /** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
 const INSERT_OPTIONS = { ignoreUndefined: true } as const;
+/** Writes racing on a dedupe scope that changes hands are repeated this many times before giving up. */
+const DEDUPE_WRITE_TRIES = 5;
+const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+const INDEX_NOT_FOUND = 27;
 
 export type NewJobDocument = Omit<JobDocument, '_id'>;
 
+/** What `retry` did: revived the row, found it in no revivable state, or found its key held by another live job. */
+export type RetryResult =
+  | { kind: 'revived'; job: JobDocument }
+  | { kind: 'not-revivable' }
+  | { kind: 'conflict'; job: JobDocument; holder: JobDocument };
+
 /** Every query and update on the jobs collection. Services never build queries themselves. */
 @Injectable()
-export class JobsRepository implements OnModuleInit {
+export class JobsRepository {
   private readonly collection: mongo.Collection<JobDocument>;
 
   constructor(@Inject(JOBS_MODEL) private readonly model: Model<JobDocument>) {
@@ -26,8 +43,77 @@ export class JobsRepository implements OnModuleInit {
     this.collection = model.collection as unknown as mongo.Collection<JobDocument>;
   }
 
-  async onModuleInit(): Promise<void> {
-    await this.model.createIndexes();
+  /** Creates every index the schema declares, each on its own; resolves the failed ones by index name. */
+  async createDeclaredIndexes(): Promise<Map<string, unknown>> {
+    const failed = new Map<string, unknown>();
+    for (const [key, options] of this.model.schema.indexes()) {
+      try {
+        await this.collection.createIndex(key as mongo.IndexSpecification, options as mongo.CreateIndexesOptions);
+      } catch (error) {
+        failed.set(String(options.name), error);
+      }
+    }
+    return failed;
+  }
+
+  async listIndexes(): Promise<IndexInfo[]> {
+    try {
+      return (await this.collection.listIndexes().toArray()) as IndexInfo[];
+    } catch (error) {
+      if (codeOf(error) === NAMESPACE_NOT_FOUND) return [];
+      throw error;
+    }
+  }
+
+  /**
+   * Gives pending/running rows that an older version enqueued with a dedupeKey (and no scope) their scope, so their
+   * keys keep deduplicating. Resolves how many rows got one, and how many could not because another live job of the
+   * same name holds the key already (possible only for rows that older processes enqueued after the old index went).
+   */
+  async scopeLegacyKeys(): Promise<{ scoped: number; clashes: number }> {
+    const rows = this.collection.find(
+      { status: { $in: LIVE }, dedupeKey: { $exists: true }, dedupeScope: { $exists: false } },
+      { projection: { name: 1, dedupeKey: 1 } },
+    );
+    const totals = { scoped: 0, clashes: 0 };
+    let batch: mongo.AnyBulkWriteOperation<JobDocument>[] = [];
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const ops = batch;
+      batch = [];
+      try {
+        totals.scoped += (await this.collection.bulkWrite(ops, { ordered: false })).modifiedCount;
+      } catch (error) {
+        if (!(error instanceof mongo.MongoBulkWriteError)) throw error;
+        const writeErrors = [error.writeErrors].flat();
+        if (writeErrors.some((e) => e.code !== DUPLICATE_KEY)) throw error;
+        totals.scoped += error.result.modifiedCount;
+        totals.clashes += writeErrors.length;
+      }
+    };
+    for await (const row of rows) {
+      const scope = dedupeScope(row.name, row.dedupeKey as string);
+      batch.push({
+        updateOne: {
+          filter: { _id: row._id, status: { $in: LIVE }, dedupeScope: { $exists: false } },
+          update: { $set: { dedupeScope: scope } },
+        },
+      });
+      if (batch.length >= 1000) await flush();
+    }
+    await flush();
+    return totals;
+  }
+
+  /** Resolves false when the index was gone already (another process dropped it first). */
+  async dropIndex(name: string): Promise<boolean> {
+    try {
+      await this.collection.dropIndex(name);
+      return true;
+    } catch (error) {
+      if (codeOf(error) === INDEX_NOT_FOUND) return false;
+      throw error;
+    }
   }
 
   async insert(doc: NewJobDocument): Promise<JobDocument> {
@@ -40,9 +126,32 @@ export class JobsRepository implements OnModuleInit {
     try {
       return await this.insert(doc);
     } catch (error) {
-      if ((error as { code?: unknown }).code === 11000) return null;
+      if (codeOf(error) === DUPLICATE_KEY) return null;
       throw error;
     }
+  }
+
+  /** Inserts a job with a dedupe scope, or resolves the pending/running job of its name that holds the key. */
+  async insertDeduped(doc: NewJobDocument & { dedupeScope: string }): Promise<JobDocument> {
+    let duplicate: unknown;
+    for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
+      try {
+        // A copy each time: the driver writes the generated _id into the object it inserts.
+        return await this.insert({ ...doc });
+      } catch (error) {
+        if (codeOf(error) !== DUPLICATE_KEY) throw error;
+        duplicate = error;
+      }
+      const holder = await this.findLiveHolder(doc.dedupeScope);
+      if (holder) return holder;
+      // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
+      await this.freeStaleScope(doc.dedupeScope);
+    }
+    throw new Error(
+      `Could not enqueue job "${doc.name}" with dedupeKey "${doc.dedupeKey}": the key kept changing hands, ` +
+        'or another unique index rejects it (see cause)',
+      { cause: duplicate },
+    );
   }
 
   /** Inserts in one bulk write; with `ordered: false` the non-duplicate documents land even when some keys clash. */
@@ -53,10 +162,10 @@ export class JobsRepository implements OnModuleInit {
       for (const [index, id] of Object.entries(result.insertedIds)) ids.set(Number(index), id);
       return { ids, duplicateIndexes: [] };
     } catch (error) {
-      // Only dedupe-key clashes are expected here; anything else is the caller's problem.
+      // Only dedupe-key clashes are expected here (the caller resolves them with insertDeduped); anything else throws.
       if (!(error instanceof mongo.MongoBulkWriteError)) throw error;
       const writeErrors = [error.writeErrors].flat();
-      if (writeErrors.length === 0 || writeErrors.some((e) => e.code !== 11000)) throw error;
+      if (writeErrors.length === 0 || writeErrors.some((e) => e.code !== DUPLICATE_KEY)) throw error;
       const failed = new Set(writeErrors.map((e) => e.index));
       for (const [index, id] of Object.entries(error.insertedIds ?? {})) {
         if (!failed.has(Number(index))) ids.set(Number(index), id as Types.ObjectId);
@@ -69,9 +178,17 @@ export class JobsRepository implements OnModuleInit {
     return this.collection.findOne({ _id: id });
   }
 
-  /** The pending or running job holding a dedupe key (the index allows only one). */
-  findByDedupeKey(dedupeKey: string): Promise<JobDocument | null> {
-    return this.collection.findOne({ dedupeKey });
+  /** The pending or running job holding a dedupe scope (the unique index allows only one). */
+  private findLiveHolder(scope: string): Promise<JobDocument | null> {
+    return this.collection.findOne({ dedupeScope: scope, status: { $in: LIVE } });
+  }
+
+  /**
+   * Unsets a scope that a finished row still carries. Only a worker of an older version (which knew no scope)
+   * finishes a job without freeing it; a live row never matches, so this cannot take a key from its holder.
+   */
+  private async freeStaleScope(scope: string): Promise<void> {
+    await this.collection.updateMany({ dedupeScope: scope, status: { $nin: LIVE } }, { $unset: { dedupeScope: '' } });
   }
 
   /** Takes over the running job in scope whose lease ran out first, counting the lost attempt. */
@@ -243,25 +360,54 @@ export class JobsRepository implements OnModuleInit {
     });
   }
 
-  /** pending/running → cancelled. Resolves the row after the change, or null when it was in no cancellable state. */
+  /**
+   * pending/running → cancelled, freeing the dedupe scope. Resolves the row after the change, or null when it was in
+   * no cancellable state. `lockedUntil` stays: a running job's owner elsewhere learns of the cancel only at its next
+   * renewal and may run until that deadline, so `retry` makes the job due no earlier.
+   */
   cancel(id: Types.ObjectId, now: Date): Promise<JobDocument | null> {
     return this.collection.findOneAndUpdate(
-      { _id: id, status: { $in: ['pending', 'running'] } },
-      { $set: { status: 'cancelled', finishedAt: now, updatedAt: now }, $unset: RELEASED_FIELDS },
+      { _id: id, status: { $in: LIVE } },
+      { $set: { status: 'cancelled', finishedAt: now, updatedAt: now }, $unset: { lockedBy: '', dedupeScope: '' } },
       { returnDocument: 'after' },
     );
   }
 
-  /** dead/failed/cancelled → pending now, attempts reset (history kept). */
-  retry(id: Types.ObjectId, now: Date): Promise<JobDocument | null> {
-    return this.collection.findOneAndUpdate(
-      { _id: id, status: { $in: REVIVABLE } },
-      {
-        $set: { status: 'pending', runAt: now, attemptCount: 0, updatedAt: now },
-        $unset: { ...LOCK_FIELDS, finishedAt: '' },
-      },
-      { returnDocument: 'after' },
-    );
+  /**
+   * dead/failed/cancelled → pending, attempts reset (history kept), in one write that also takes the job's dedupe
+   * scope back; when another live job of the name holds it, nothing changes (`conflict`). Due now, or at the
+   * deadline a cancelled run's owner still holds.
+   */
+  async retry(id: Types.ObjectId, now: Date): Promise<RetryResult> {
+    for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
+      const row = await this.findById(id);
+      if (!row || !REVIVABLE.includes(row.status)) return { kind: 'not-revivable' };
+      const scope = row.dedupeKey === undefined ? undefined : dedupeScope(row.name, row.dedupeKey);
+      const runAt = row.lockedUntil !== undefined && row.lockedUntil > now ? row.lockedUntil : now;
+      try {
+        const revived = await this.collection.findOneAndUpdate(
+          // Only the row as read: runAt was computed from the deadline it still has.
+          {
+            _id: id,
+            status: row.status,
+            updatedAt: row.updatedAt,
+            lockedUntil: row.lockedUntil === undefined ? { $exists: false } : row.lockedUntil,
+          },
+          {
+            $set: { status: 'pending', runAt, attemptCount: 0, updatedAt: now, ...(scope && { dedupeScope: scope }) },
+            $unset: { ...LOCK_FIELDS, finishedAt: '' },
+          },
+          { returnDocument: 'after' },
+        );
+        if (revived) return { kind: 'revived', job: revived };
+      } catch (error) {
+        if (scope === undefined || codeOf(error) !== DUPLICATE_KEY) throw error;
+        const holder = await this.findLiveHolder(scope);
+        if (holder) return { kind: 'conflict', job: row, holder };
+        await this.freeStaleScope(scope);
+      }
+    }
+    throw new Error(`Could not retry job ${id.toHexString()}: it kept changing under the retry`);
   }
 
   async countByStatus(): Promise<Map<JobStatus, number>> {
@@ -344,6 +490,10 @@ function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.Upda
     $inc: { attemptCount: 1, fencingToken: 1 },
     $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
   };
+}
+
+function codeOf(error: unknown): unknown {
+  return (error as { code?: unknown } | null)?.code;
 }
 
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
+import { Types } from 'mongoose';
 import { JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
@@ -10,6 +11,11 @@ const release = deferred();
 class DedupeHandlers {
   @JobHandler('sync')
   async sync() {
+    await release.promise;
+  }
+
+  @JobHandler('mail')
+  async mail() {
     await release.promise;
   }
 }
@@ -44,7 +50,8 @@ describe('dedupeKey', () => {
     await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'running', 'running');
     expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'user:2' })).id).toBe(job.id);
     release.resolve();
-    expect(await run).toMatchObject({ kind: 'executed', job: { status: 'completed', dedupeKey: null } });
+    // The row keeps the user's key for display (and for retry); only the live holder's scope is freed.
+    expect(await run).toMatchObject({ kind: 'executed', job: { status: 'completed', dedupeKey: 'user:2' } });
     const fresh = await a.jobs.enqueue('sync', null, { dedupeKey: 'user:2' });
     expect(fresh.id).not.toBe(job.id);
   });
@@ -62,5 +69,53 @@ describe('dedupeKey', () => {
     expect(results[2].id).toBe(results[1].id);
     expect(results[3].payload).toBe(4);
     expect(new Set(results.map((r) => r.id)).size).toBe(3);
+  });
+
+  it('scopes keys by job name: a key held by another name does not swallow the job', async () => {
+    const [a, b] = producers;
+    const sync = await a.jobs.enqueue('sync', null, { dedupeKey: 'user-1' });
+    const mail = await b.jobs.enqueue('mail', null, { dedupeKey: 'user-1' });
+    expect(mail).toMatchObject({ name: 'mail', dedupeKey: 'user-1' });
+    expect(mail.id).not.toBe(sync.id);
+    expect((await a.jobs.enqueue('mail', null, { dedupeKey: 'user-1' })).id).toBe(mail.id);
+    const [many] = await a.jobs.enqueueMany([{ name: 'mail', options: { dedupeKey: 'user-1b' } }]);
+    const [other] = await a.jobs.enqueueMany([{ name: 'sync', options: { dedupeKey: 'user-1b' } }]);
+    expect(other.id).not.toBe(many.id);
+    expect(await a.connection.collection('jobs').countDocuments({ dedupeKey: { $in: ['user-1', 'user-1b'] } })).toBe(4);
+  });
+
+  it('retry gives a revived job its key back, so a later enqueue returns it', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'revive:1' });
+    await a.jobs.cancel(job.id);
+    expect(await a.jobs.retry(job.id)).toMatchObject({ id: job.id, status: 'pending', dedupeKey: 'revive:1' });
+    expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'revive:1' })).id).toBe(job.id);
+  });
+
+  it('retry throws DedupeConflictError naming the live holder of its key, and changes nothing', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'revive:2' });
+    const cancelled = await a.jobs.cancel(job.id);
+    const holder = await a.jobs.enqueue('sync', null, { dedupeKey: 'revive:2' });
+    expect(holder.id).not.toBe(job.id);
+    await expect(a.jobs.retry(job.id)).rejects.toMatchObject({
+      name: 'DedupeConflictError',
+      jobId: job.id,
+      holderId: holder.id,
+    });
+    expect(await a.jobs.findById(job.id)).toEqual(cancelled);
+    expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'revive:2' })).id).toBe(holder.id);
+  });
+
+  it('frees a scope that a worker of an older version left on a finished job, so the key works again', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' });
+    // An older version's completion: it unsets dedupeKey but knows nothing of dedupeScope.
+    await a.connection
+      .collection('jobs')
+      .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { status: 'completed' }, $unset: { dedupeKey: '' } });
+    const fresh = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' });
+    expect(fresh.id).not.toBe(job.id);
+    expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' })).id).toBe(fresh.id);
   });
 });

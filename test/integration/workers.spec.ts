@@ -155,7 +155,9 @@ describe('several workers on one database', () => {
     const expiredAt = new Date(Date.now() - 1);
     await app.connection.collection('jobs').updateOne({ _id: claim.doc._id }, { $set: { lockedUntil: expiredAt } });
     // Nobody took the row over yet, but its lease is over: renewing now would revive a lease the watchdog ended.
-    expect(await app.repository.renewLease(claim.doc._id, claim.lockId, new Date(Date.now() + 60_000), new Date())).toBeNull();
+    expect(
+      await app.repository.renewLease(claim.doc._id, claim.lockId, new Date(Date.now() + 60_000), new Date()),
+    ).toBeNull();
     expect((await app.jobs.findById(job.id))?.lockedUntil).toEqual(expiredAt);
   });
 });

@@ -1,5 +1,5 @@
 import type { DynamicModule, Provider, Type } from '@nestjs/common';
-import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
+import { getConnectionToken, MongooseModule, type MongooseModuleOptions } from '@nestjs/mongoose';
 import { Test, type TestingModule } from '@nestjs/testing';
 import mongoose, { type Connection } from 'mongoose';
 import { JobsModule, type JobsModuleOptions, JobsService } from '../../lib';
@@ -18,16 +18,16 @@ export interface JobsTestApp {
 export interface JobsTestAppOptions {
   /** Database shared by the apps of one test (two apps on one database = two workers). */
   dbName: string;
+  /** Server to connect to (e.g. a TcpProxy's uri). @default the test server */
+  uri?: string;
+  /** Extra `MongooseModule.forRoot` options (e.g. a `connectionFactory` that breaks the network after connecting). */
+  mongoose?: Omit<MongooseModuleOptions, 'dbName'>;
   options?: JobsModuleOptions;
   /** Replaces `JobsModule.forRoot(options)`, e.g. with a forRootAsync variant. */
   jobsModule?: DynamicModule;
   providers?: Provider[];
   controllers?: Type<unknown>[];
   imports?: DynamicModule[];
-  /** Server to connect to (e.g. a TcpProxy's uri). @default the test server */
-  uri?: string;
-  /** Extra mongoose connection options (driver timeouts for chaos tests). */
-  mongoose?: Record<string, unknown>;
 }
 
 /** A real Nest application context: real mongoose connection, real JobsModule, the given handler providers. */
@@ -45,7 +45,7 @@ export async function createJobsTestApp(setup: JobsTestAppOptions): Promise<Jobs
 async function bootJobsTestApp(setup: JobsTestAppOptions): Promise<JobsTestApp> {
   const module = await Test.createTestingModule({
     imports: [
-      MongooseModule.forRoot(setup.uri ?? testMongoUri(), { dbName: setup.dbName, ...setup.mongoose }),
+      MongooseModule.forRoot(setup.uri ?? testMongoUri(), { ...setup.mongoose, dbName: setup.dbName }),
       setup.jobsModule ?? JobsModule.forRoot({ pollIntervalMs: 50, ...setup.options }),
       ...(setup.imports ?? []),
     ],

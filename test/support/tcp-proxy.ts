@@ -75,6 +75,7 @@ interface Link {
 export class TcpProxy {
   private readonly links = new Set<Link>();
   private refuseUntil = 0;
+  private blackholed = false;
   private delay: () => number = () => 0;
   /** Connections accepted (and forwarded) since start. */
   accepted = 0;
@@ -128,6 +129,14 @@ export class TcpProxy {
     await new Promise((resolve) => setTimeout(resolve, ms));
   }
 
+  /**
+   * From now on, swallows every chunk in both directions, on open and new connections: the database
+   * looks alive (sockets stay open) but never answers, like a host behind a dropping firewall. Until close().
+   */
+  blackhole(): void {
+    this.blackholed = true;
+  }
+
   async close(): Promise<void> {
     for (const link of [...this.links]) this.destroy(link);
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -150,8 +159,8 @@ export class TcpProxy {
     const toClient = new DelayedPipe(client, delay);
     const link: Link = { client, upstream, pipes: [toServer, toClient] };
     this.links.add(link);
-    client.on('data', (chunk) => toServer.push(chunk));
-    upstream.on('data', (chunk) => toClient.push(chunk));
+    client.on('data', (chunk) => this.blackholed || toServer.push(chunk));
+    upstream.on('data', (chunk) => this.blackholed || toClient.push(chunk));
     client.on('end', () => toServer.end());
     upstream.on('end', () => toClient.end());
     // Either side failing or closing takes the whole link down, as a broken network path would.

@@ -23,6 +23,7 @@ describe('resolveJobsOptions', () => {
     [{ runOnly: 'heavy' as unknown as string[] }, 'runOnly'],
     [{ runOnly: [] }, 'runOnly'],
     [{ runOnly: ['heavy', ''] }, 'runOnly[1]'],
+    [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
   ])('rejects %j naming %s', (options, option) => {
     expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
     expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);

@@ -1,0 +1,67 @@
+import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { IndexConflictError } from '../errors/index-conflict.error';
+import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
+import { withTimeout } from '../utils/with-timeout';
+import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from './guarantee-indexes';
+import { JobsRepository } from './jobs.repository';
+
+/**
+ * Bootstrap step: creates the collection's indexes, drops the old global dedupe index (and then scopes the live
+ * dedupe keys older versions left), and refuses to start unless every index an exactly-once promise depends on is in
+ * force — all within `indexSetupTimeoutMs`, never hanging.
+ */
+@Injectable()
+export class JobIndexes implements OnModuleInit {
+  private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+
+  constructor(
+    private readonly repository: JobsRepository,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    const { collectionName, indexSetupTimeoutMs } = this.options;
+    await withTimeout(
+      this.setUp(),
+      indexSetupTimeoutMs,
+      () => new IndexSetupTimeoutError(collectionName, indexSetupTimeoutMs),
+    );
+  }
+
+  private async setUp(): Promise<void> {
+    const failures = await this.repository.createDeclaredIndexes();
+    const indexes = await this.repository.listIndexes();
+    const legacy = indexes.filter(isLegacyDedupeIndex);
+    for (const index of legacy) {
+      // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
+      await this.repository.dropIndex(index.name);
+      this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
+    }
+    for (const guarantee of GUARANTEE_INDEXES) {
+      const found = guaranteeIndexProblem(guarantee, indexes);
+      if (found) {
+        throw new IndexConflictError(this.options.collectionName, guarantee, found, {
+          cause: failures.get(guarantee.name),
+        });
+      }
+      // An equivalent index under another name enforces it just as well.
+      failures.delete(guarantee.name);
+    }
+    for (const error of failures.values()) throw error;
+    // Only where an older version ran: the scan reads every live job, too much for every start.
+    if (legacy.length > 0) await this.scopeLegacyKeys();
+  }
+
+  private async scopeLegacyKeys(): Promise<void> {
+    const { scoped, clashes } = await this.repository.scopeLegacyKeys();
+    if (scoped > 0) this.logger.log(`Scoped the dedupe keys of ${scoped} pending/running job(s) from an older version`);
+    if (clashes > 0) {
+      this.logger.warn(
+        `${clashes} pending/running job(s) from an older version share a job name and dedupeKey with another live ` +
+          'job; they keep running, but their keys no longer deduplicate',
+      );
+    }
+  }
+}

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { MongoClient } from 'mongodb';
+import { createJobsTestApp } from '../support/jobs-app';
+import { TcpProxy } from '../support/tcp-proxy';
+import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+describe('indexes the guarantees depend on', () => {
+  let client: MongoClient;
+  const dbNames: string[] = [];
+  const freshDb = (label: string) => {
+    const name = uniqueDatabaseName(label);
+    dbNames.push(name);
+    return name;
+  };
+
+  beforeAll(async () => {
+    client = await connectTestClient();
+  });
+  afterAll(async () => {
+    // The Java test server cannot drop a database holding two indexes of one name; leave those behind.
+    await Promise.all(
+      dbNames.map((name) =>
+        client
+          .db(name)
+          .dropDatabase()
+          .catch(() => undefined),
+      ),
+    );
+    await client.close();
+  });
+
+  it.each([
+    { what: 'a non-unique index under the dedupe index name', field: 'dedupeScope', name: 'dedupe_scope' },
+    { what: 'a non-unique index on the dedupe scope under another name', field: 'dedupeScope', name: 'by_scope' },
+    { what: 'a non-unique index under the schedule index name', field: 'scheduleKey', name: 'schedule' },
+  ])('fail bootstrap with IndexConflictError naming the index when there is $what', async ({ field, name }) => {
+    const dbName = freshDb('idx_conflict');
+    await client
+      .db(dbName)
+      .collection('jobs')
+      .createIndex({ [field]: 1 }, { name });
+    const expectedIndex = field === 'dedupeScope' ? 'dedupe_scope' : 'schedule';
+    const boot = createJobsTestApp({ dbName, options: { worker: false } });
+    await expect(boot).rejects.toMatchObject({ name: 'IndexConflictError', indexName: expectedIndex });
+    await expect(boot).rejects.toThrow(new RegExp(`"${name}".*dropIndex\\('${name}'\\)`, 's'));
+  });
+
+  it('drop the old global dedupe index only when it is exactly the old one', async () => {
+    const legacy = freshDb('idx_legacy');
+    await client
+      .db(legacy)
+      .collection('jobs')
+      .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+    const custom = freshDb('idx_custom');
+    await client.db(custom).collection('jobs').createIndex({ dedupeKey: 1, name: 1 }, { name: 'dedupe' });
+    const apps = [
+      await createJobsTestApp({ dbName: legacy, options: { worker: false } }),
+      await createJobsTestApp({ dbName: custom, options: { worker: false } }),
+    ];
+    try {
+      const names = async (db: string) =>
+        (await client.db(db).collection('jobs').listIndexes().toArray()).map((index) => index.name);
+      expect(await names(legacy)).not.toContain('dedupe');
+      expect(await names(custom)).toContain('dedupe');
+      // With the old index gone, a finished job's retained key does not block a new job of the same key.
+      const first = await apps[0].jobs.enqueue('x', null, { dedupeKey: 'k', strict: false });
+      await apps[0].jobs.cancel(first.id);
+      const second = await apps[0].jobs.enqueue('x', null, { dedupeKey: 'k', strict: false });
+      expect(second.id).not.toBe(first.id);
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+    }
+  });
+
+  it('give pending jobs of an older version their dedupe scope, so their keys keep deduplicating per name', async () => {
+    const dbName = freshDb('idx_upgrade');
+    const at = new Date();
+    const old = { payload: null, runAt: at, priority: 0, attemptCount: 0, maxAttempts: 5, attempts: [] };
+    const { insertedId } = await client
+      .db(dbName)
+      .collection('jobs')
+      .insertOne({ ...old, name: 'sync', status: 'pending', dedupeKey: 'old', fencingToken: 0, createdAt: at });
+    await client
+      .db(dbName)
+      .collection('jobs')
+      .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+    const app = await createJobsTestApp({ dbName, options: { worker: false } });
+    try {
+      const mail = await app.jobs.enqueue('mail', null, { dedupeKey: 'old', strict: false });
+      expect(mail.id).not.toBe(insertedId.toHexString());
+      expect((await app.jobs.enqueue('sync', null, { dedupeKey: 'old', strict: false })).id).toBe(
+        insertedId.toHexString(),
+      );
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('fail bootstrap with IndexSetupTimeoutError when the database stops answering during index creation', async () => {
+    const proxy = await TcpProxy.start(testMongoUri());
+    try {
+      const boot = createJobsTestApp({
+        dbName: freshDb('idx_blackhole'),
+        uri: proxy.uri,
+        // Connected: from here on the database swallows every request without an answer.
+        mongoose: {
+          connectionFactory: (connection: unknown) => {
+            proxy.blackhole();
+            return connection;
+          },
+        },
+        options: { worker: false, indexSetupTimeoutMs: 300 },
+      });
+      await expect(boot).rejects.toMatchObject({ name: 'IndexSetupTimeoutError', timeoutMs: 300 });
+    } finally {
+      await proxy.close();
+    }
+  });
+});
