@@ -14,13 +14,14 @@ export class SampleHandlers {
   }
 
   /** A long job that reports progress and asks for more lease time as it goes. */
-  @JobHandler('long-report', { leaseMs: 5_000, timeoutMs: 60_000 })
+  @JobHandler('long-report', { leaseMs: 60_000, timeoutMs: 120_000 })
   async longReport(payload: { steps?: number }, ctx: JobExecutionContext) {
     const steps = Math.min(Math.max(Number(payload?.steps) || 5, 1), 50);
     for (let step = 1; step <= steps; step += 1) {
-      if (ctx.signal.aborted) return;
+      // Stopping by throwing the abort reason: the attempt then ends by that reason's rule (released on shutdown).
+      ctx.signal.throwIfAborted();
       await new Promise((resolve) => setTimeout(resolve, 500));
-      await ctx.extendLockTime(5_000);
+      await ctx.extendLockTime(60_000);
       this.logger.log(
         `long-report ${ctx.jobId}: step ${step}/${steps}, lease until ${ctx.leaseExpiresAt.toISOString()}`,
       );

@@ -6,7 +6,7 @@
  * @JobHandler('report.build')
  * async build(payload: { reportId: string }, ctx: JobExecutionContext) {
  *   for (const chunk of chunks) {
- *     if (ctx.signal.aborted) return;      // lease lost, cancelled, timed out or shutting down
+ *     ctx.signal.throwIfAborted();         // lease lost, cancelled, timed out or shutting down: stop by throwing
  *     await writeChunk(chunk, ctx.fencingToken);
  *     await ctx.extendLockTime(60_000);    // optional: heartbeats already renew every lease/3
  *   }
@@ -27,7 +27,9 @@ export interface JobExecutionContext {
   /**
    * Aborted when this execution must stop: its lease was lost (`LeaseLostError`), the job was cancelled
    * (`JobCancelledError`), it timed out (`JobTimeoutError`) or the worker is shutting down (`WorkerShutdownError`).
-   * `signal.reason` holds that error.
+   * `signal.reason` holds that error. The attempt ends when the handler settles, and its outcome is what the
+   * handler did: stop by rejecting with `signal.reason` (e.g. `signal.throwIfAborted()`) for that reason's rule
+   * (a shutdown releases the job without counting an attempt); returning normally marks the job completed.
    */
   readonly signal: AbortSignal;
   /** Current lease deadline. */

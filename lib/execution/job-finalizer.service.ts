@@ -36,7 +36,8 @@ export class JobFinalizer {
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
-    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, deadline);
+    const budgetMs = execution.handler.leaseMs;
+    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline);
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
@@ -91,6 +92,12 @@ export class JobFinalizer {
         );
       case 'refused':
         return this.deadLetterUnstorable(execution, transition, result.error, lease, deadline);
+      case 'abandoned':
+        lease.stopRenewing();
+        return this.logger.error(
+          `${label}: could not be marked ${transition} (${errorInfo(result.error).message}); its lease is no longer ` +
+            'renewed and the row is reclaimed once it runs out',
+        );
     }
   }
 
@@ -127,6 +134,7 @@ export class JobFinalizer {
     const result = await persistOutcome(
       () => this.repository.deadLetterUnstorable(doc._id, lockId, reason, now()),
       lease,
+      execution.handler.leaseMs,
       deadline,
     );
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };

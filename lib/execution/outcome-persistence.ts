@@ -1,5 +1,5 @@
 import type { Lease } from '../lease/lease';
-import { isTransientDatabaseError } from '../persistence/database-errors';
+import { classifyWriteError } from '../persistence/database-errors';
 
 /** One owner-fenced outcome write: true when it matched the row this execution owns. */
 export type OutcomeWrite = () => Promise<boolean>;
@@ -11,7 +11,9 @@ export type PersistResult =
   /** The server refused this write for good (e.g. a document over 16 MB); sending it again cannot help. */
   | { kind: 'refused'; error: unknown }
   /** The lease was lost, or the shutdown deadline passed, before a write landed. */
-  | { kind: 'gave_up'; why: string };
+  | { kind: 'gave_up'; why: string }
+  /** Errors of unknown kind kept coming for one lease: the lease is no longer renewed, as after a crash. */
+  | { kind: 'abandoned'; error: unknown };
 
 /** Waits after the n-th transient failure: 50 ms doubling, at most 1 s. */
 const RETRY_BASE_MS = 50;
@@ -24,21 +26,30 @@ const TIMED_OUT = Symbol('timed out');
  * Sends `write` until it lands. Until then the execution still owns the row and its lease keeps being renewed, so a
  * database outage shorter than the lease does not turn a finished job into a reclaimed (re-run, charged) one. Stops
  * when the lease is lost (the row is then reclaimed like a crashed worker's) or when `deadline()` (epoch ms, set
- * during shutdown) passes; a write that hangs is abandoned at either point, not awaited.
+ * during shutdown) passes; a write that hangs is abandoned at either point, not awaited. Errors that are neither
+ * known transient nor known permanent are retried for at most `unknownErrorBudgetMs`: a write that keeps failing
+ * for a reason nobody recognises must not hold the row and its slot forever.
  */
 export async function persistOutcome(
   write: OutcomeWrite,
   lease: Lease,
+  unknownErrorBudgetMs: number,
   deadline: () => number | undefined = () => undefined,
 ): Promise<PersistResult> {
   const lost = lease.lost.then((): typeof LOST => LOST);
+  let firstUnknownAt: number | undefined;
   for (let failures = 0; ; failures += 1) {
     if (lease.isStale) return { kind: 'gave_up', why: 'the lease was lost' };
     let answer: boolean | typeof LOST | typeof TIMED_OUT;
     try {
       answer = await raceDeadline(Promise.race([write(), lost]), deadline());
     } catch (error) {
-      if (!isTransientDatabaseError(error)) return { kind: 'refused', error };
+      const kind = classifyWriteError(error);
+      if (kind === 'permanent') return { kind: 'refused', error };
+      if (kind === 'unknown') {
+        firstUnknownAt ??= Date.now();
+        if (Date.now() - firstUnknownAt >= unknownErrorBudgetMs) return { kind: 'abandoned', error };
+      }
       const waitMs = Math.min(RETRY_BASE_MS * 2 ** failures, RETRY_MAX_MS);
       answer = await raceDeadline(Promise.race([sleep(waitMs).then((): true => true), lost]), deadline());
       if (answer === true) continue;

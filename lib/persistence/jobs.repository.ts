@@ -445,22 +445,6 @@ export interface ClaimScope {
   skipIds: Types.ObjectId[];
 }
 
-/**
- * Error codes a server answers for one document's contents (an `$inc` on a string, a `$push` to a non-array, a
- * path through a scalar, a document over 16 MB), as opposed to a network, timeout or server-state error.
- */
-const DOCUMENT_UPDATE_ERROR_CODES = new Set([2, 14, 28, 10334, 17419]);
-
-/** Whether the server refused an update because of the document it matched: retrying would fail the same way. */
-export function isDocumentUpdateError(error: unknown): error is mongo.MongoServerError {
-  return (
-    error instanceof mongo.MongoServerError &&
-    typeof error.code === 'number' &&
-    DOCUMENT_UPDATE_ERROR_CODES.has(error.code) &&
-    !error.hasErrorLabel('RetryableWriteError')
-  );
-}
-
 function dueFilter(now: Date): mongo.Filter<JobDocument> {
   return { status: 'pending', runAt: { $lte: now } };
 }

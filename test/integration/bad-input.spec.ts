@@ -8,7 +8,6 @@ import {
   type JobExecutionContext,
   JobHandler,
   JobsError,
-  JobTimeoutError,
   UnknownJobError,
 } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -58,7 +57,8 @@ describe('bad input: typed errors, nothing written or lost', () => {
   beforeAll(async () => {
     app = await createJobsTestApp({
       dbName: uniqueDatabaseName('bad_input'),
-      options: { pollIntervalMs: 20 },
+      // A short lease: a handler that never settles is taken over within about a second.
+      options: { pollIntervalMs: 20, leaseMs: 600 },
       providers: [BadInputHandlers],
     });
     existingId = (await app.jobs.enqueue('ok', { keep: true }, { delayMs: 3_600_000 })).id;
@@ -168,18 +168,22 @@ describe('bad input: typed errors, nothing written or lost', () => {
     ]);
   });
 
-  it('a handler that never resolves fails its attempt at timeoutMs', async () => {
+  it('a handler that never settles is abandoned after its timeout plus one lease, then dead-lettered by reclaim', async () => {
     const job = await app.jobs.enqueue('never-resolves');
-    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'dead');
-    expect((await app.jobs.findById(job.id))?.attempts[0].errorClass).toBe(JobTimeoutError.name);
+    // Timeout at 100 ms, one lease (600 ms) to settle, then the lease is left to run out and the row is reclaimed:
+    // the lost attempt was its only one.
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'dead', 5_000);
+    expect((await app.jobs.findById(job.id))?.attempts.map((a) => a.errorClass)).toEqual(['LeaseExpired']);
   });
 
-  it('a handler that ignores its abort frees the slot, and its late success is ignored', async () => {
+  it('a handler that finishes after its timeout abort holds its slot until then, and what it did is recorded', async () => {
     const job = await app.jobs.enqueue('ignores-timeout');
-    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'dead at the timeout');
-    expect(lateReturns).toBe(0);
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'running', 'running');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // past the 100 ms timeout
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'running', attemptCount: 0 });
     await waitFor(() => lateReturns === 1, 'the late return');
-    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'dead', attemptCount: 1 });
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completed');
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
   });
 
   it('left the unrelated pending job untouched through all of this', async () => {

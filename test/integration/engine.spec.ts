@@ -65,9 +65,10 @@ class EngineHandlers {
     throw new UnrecoverableJobError('bad input, do not retry');
   }
 
+  /** Would run forever, but stops when its signal aborts (as handlers should): rejects with the reason. */
   @JobHandler('hangs', { timeoutMs: 100, maxAttempts: 1 })
-  hangs() {
-    return new Promise(() => undefined);
+  hangs(_payload: unknown, ctx: JobExecutionContext) {
+    return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
   }
 
   @JobHandler('waits-for-cancel')
@@ -155,7 +156,7 @@ describe('engine (one worker)', () => {
     expect(await app.jobs.findById(job.id)).toMatchObject({ attemptCount: 1, lastError: 'bad input, do not retry' });
   });
 
-  it('fails the attempt of a handler that outlives timeoutMs', async () => {
+  it('fails the attempt of a handler that stops at its timeoutMs', async () => {
     const job = await app.jobs.enqueue('hangs');
     await settled(job.id, 'dead');
     const attempt = (await app.jobs.findById(job.id))?.attempts[0];

@@ -72,9 +72,9 @@ describe('poll loop under injected database errors', () => {
     const row = await app.jobs.findById(first.id);
     expect(row?.attempts.map((a) => a.errorClass)).toEqual(['LeaseExpired']);
     expect(ran - before).toBe(3);
-    // The first execution tried its completion once and retried it three times, then gave up.
+    // The first execution retried its completion (an error of unknown kind) for one lease, then gave up.
     const doomedCalls = () => complete.mock.calls.filter(([, lockId]) => lockId === doomedLock).length;
-    await waitFor(() => doomedCalls() === 4, 'the last finalize retry', 3_000);
+    expect(doomedCalls()).toBeGreaterThanOrEqual(2);
     complete.mockRestore();
   });
 });
