@@ -109,10 +109,26 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
         await this.finalizer.releaseUnhandled(claim, jobId);
         return { kind: 'not_started', reason: `no handler for "${claim.doc.name}" in this process` };
       }
+      const busy = this.refusal(handler);
+      if (busy) {
+        // Checked here, where the slot is taken synchronously: also covers runNow and a claim racing another one.
+        await this.finalizer.releaseUnstarted(claim);
+        return { kind: 'not_started', reason: busy };
+      }
       return await this.start(claim, handler, jobId);
     } catch (error) {
       return this.setAside(claim, jobId, `starting it failed: ${messageOf(error)}`);
     }
+  }
+
+  /** Why a new execution of `handler` may not start now, if it may not. */
+  private refusal(handler: RegisteredJobHandler): string | undefined {
+    if (this.stopping) return 'the worker is shutting down';
+    const running = this.runningPerName.get(handler.name) ?? 0;
+    if (running >= handler.concurrency) {
+      return `"${handler.name}" is at its concurrency limit (${handler.concurrency}) in this process`;
+    }
+    return undefined;
   }
 
   private start(claim: ClaimedJob, handler: RegisteredJobHandler, jobId: string): Promise<ExecutionOutcome> {
