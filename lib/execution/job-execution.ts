@@ -26,8 +26,6 @@ export interface ExecutionHooks {
   onStarted?: () => void;
   /** The handler has not settled `settleMs` after its abort: it is ignoring its signal. */
   onIgnoredAbort?: (reason: Error) => void;
-  /** The handler settled (resolved or rejected), whatever the outcome. */
-  onSettled?: () => void;
 }
 
 const SETTLED = Symbol('settled');
@@ -97,10 +95,6 @@ export class JobExecution {
       // someone else, so the handler must not run at all. The row is reclaimed with a LeaseExpired attempt.
       return { kind: 'not_started', reason: describeAbort(signal.reason) };
     }
-    // The claim used the module's lease; a handler with a longer one asks for it straight away.
-    const { startedAt, lockedUntil } = this.claim.doc;
-    const claimedLeaseMs = (lockedUntil?.getTime() ?? 0) - (startedAt?.getTime() ?? 0);
-    if (this.handler.leaseMs > claimedLeaseMs) lease.extend(this.handler.leaseMs).catch(() => undefined);
     const { timeoutMs } = this.handler;
     const timer =
       timeoutMs === undefined
@@ -117,7 +111,6 @@ export class JobExecution {
     try {
       const settled = await this.settleOrAbandon(settlement, lease, settleMs, hooks);
       if (settled === 'abandoned') return { kind: 'abandoned', reason: signal.reason as Error };
-      hooks.onSettled?.();
       return this.outcomeOf(settled);
     } finally {
       clearTimeout(timer);

@@ -101,12 +101,6 @@ export class JobFinalizer {
     }
   }
 
-  /** A claimed row whose name no handler in this process knows: back to `pending`, untouched, for one that does. */
-  async releaseUnhandled(claim: ClaimedJob, jobId: string): Promise<void> {
-    this.logger.warn(`Job ${jobId}: no @JobHandler for "${claim.doc.name}" in this process; released`);
-    await this.repository.release(claim.doc._id, claim.lockId, now());
-  }
-
   /** A claimed row this worker cannot run as stored (malformed fields): `failed` with the reason, if writable. */
   async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<void> {
     this.logger.error(`Job ${jobId} cannot run as stored: ${reason}; marked failed`);
@@ -115,7 +109,7 @@ export class JobFinalizer {
     }
   }
 
-  /** A claim made as shutdown began, before anything ran: back to `pending`, nothing counted. */
+  /** A claim this process will not start (shutting down, at its limit, no handler): back to `pending`, nothing counted. */
   async releaseUnstarted(claim: ClaimedJob): Promise<void> {
     await this.repository.release(claim.doc._id, claim.lockId, now());
   }

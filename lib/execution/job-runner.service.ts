@@ -104,31 +104,25 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     try {
       const problem = whyNotRunnable(claim.doc);
       if (problem) return await this.setAside(claim, jobId, problem);
-      const handler = this.registry.get(claim.doc.name);
-      if (!handler) {
-        await this.finalizer.releaseUnhandled(claim, jobId);
-        return { kind: 'not_started', reason: `no handler for "${claim.doc.name}" in this process` };
-      }
-      const busy = this.refusal(handler);
-      if (busy) {
-        // Checked here, where the slot is taken synchronously: also covers runNow and a claim racing another one.
-        await this.finalizer.releaseUnstarted(claim);
-        return { kind: 'not_started', reason: busy };
-      }
-      return await this.start(claim, handler, jobId);
+      const handler = this.startableHandler(claim.doc.name);
+      if (typeof handler !== 'string') return await this.start(claim, handler, jobId);
+      // Checked here, where the slot is taken synchronously: covers runNow and a claim racing another one too.
+      await this.finalizer.releaseUnstarted(claim);
+      return { kind: 'not_started', reason: handler };
     } catch (error) {
       return this.setAside(claim, jobId, `starting it failed: ${messageOf(error)}`);
     }
   }
 
-  /** Why a new execution of `handler` may not start now, if it may not. */
-  private refusal(handler: RegisteredJobHandler): string | undefined {
+  /** The handler a new execution of `name` would run now, or why none may start. */
+  private startableHandler(name: string): RegisteredJobHandler | string {
+    const handler = this.registry.get(name);
+    if (!handler) return `no handler for "${name}" in this process`;
     if (this.stopping) return 'the worker is shutting down';
-    const running = this.runningPerName.get(handler.name) ?? 0;
-    if (running >= handler.concurrency) {
-      return `"${handler.name}" is at its concurrency limit (${handler.concurrency}) in this process`;
+    if ((this.runningPerName.get(name) ?? 0) >= handler.concurrency) {
+      return `"${name}" is at its concurrency limit (${handler.concurrency}) in this process`;
     }
-    return undefined;
+    return handler;
   }
 
   private start(claim: ClaimedJob, handler: RegisteredJobHandler, jobId: string): Promise<ExecutionOutcome> {
@@ -165,9 +159,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     try {
       outcome = await execution.run(lease, settleMs, {
         onStarted: () => this.events.emit('started', { ...about, attempt: execution.context.attempt }),
-        onSettled: () => {
-          entry.handlerSettled = true;
-        },
         onIgnoredAbort: (reason) =>
           this.logger.warn(
             `Job ${about.jobId} (${about.name}) ignores its signal: still running ${settleMs} ms after it was ` +
@@ -175,7 +166,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
               `(${lease.expiresAt.toISOString()}), and this slot is freed then.`,
           ),
       });
-      entry.handlerSettled = true;
+      entry.handlerSettled = true; // only the outcome write is left
       await this.finalizer.finalize(execution, outcome, lease, () => this.shutdownDeadline);
     } catch (error) {
       this.logError(`Finalizing job ${about.jobId}`, error);

@@ -25,6 +25,7 @@ export class LeaseHeartbeat {
       jobId: doc._id.toHexString(),
       lockId,
       lockedUntil: doc.lockedUntil,
+      claimedAt: doc.startedAt,
       heartbeatIntervalMs: handler.heartbeatIntervalMs,
       leaseMs: handler.leaseMs,
       renew: (requestedUntil) => this.repository.renewLease(doc._id, lockId, requestedUntil, now()),

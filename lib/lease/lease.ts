@@ -16,6 +16,8 @@ export interface LeaseConfig {
   lockId: string;
   /** `lockedUntil` written by the claim; the first watchdog is armed for it. */
   lockedUntil: Date;
+  /** When the claim was written (its `startedAt`). @default lockedUntil − leaseMs */
+  claimedAt?: Date;
   /** Automatic renewal period (default lease/3 is computed by the caller). */
   heartbeatIntervalMs: number;
   /** Duration each automatic renewal asks for. */
@@ -142,11 +144,14 @@ export class Lease {
     this.armWatchdog();
     // The claim's deadline may already have passed, in which case armWatchdog went stale.
     if (this.isTerminal) return;
-    const interval = Math.min(this.config.heartbeatIntervalMs, MAX_TIMER_DELAY_MS);
-    // The lease began at the claim, not now: the first renewal is due one interval after the claim, so the time
-    // the claim's answer took (and any wait before the handler starts) does not eat into the first period.
-    const claimedAt = this.deadline - this.config.leaseMs;
-    const firstIn = Math.min(Math.max(0, claimedAt + interval - this.now()), interval);
+    const { heartbeatIntervalMs, leaseMs } = this.config;
+    const interval = Math.min(heartbeatIntervalMs, MAX_TIMER_DELAY_MS);
+    // The lease began at the claim, not now, so the time the claim's answer took (and any wait before the handler
+    // starts) does not eat into the first period. The claim may have written a shorter lease than ours (the module's,
+    // before it knew the handler): the first renewal comes at the same fraction of that lease, and asks for ours.
+    const claimedAt = this.config.claimedAt?.getTime() ?? this.deadline - leaseMs;
+    const firstPeriod = Math.min(interval, ((this.deadline - claimedAt) * heartbeatIntervalMs) / leaseMs);
+    const firstIn = Math.min(Math.max(0, claimedAt + firstPeriod - this.now()), interval);
     this.heartbeat = this.unrefd(
       setTimeout(() => {
         this.heartbeat = this.unrefd(setInterval(() => this.beat(), interval));

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type MongoClient, ObjectId } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
+import { JobRunner } from '../../lib/execution/job-runner.service';
 import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/jobs.constants';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -104,5 +105,27 @@ describe('chaos: writes while the database is away', () => {
     });
     apps.push(rescuer);
     await waitFor(() => runs.length === 2, 'the reclaim after the lease', 8_000);
+  });
+
+  it('gives up a completion write that hangs once the lease runs out: the slot is freed and the job is reclaimed', async () => {
+    const app = await bootThroughProxy({ leaseMs: 1_500 });
+    const job = await app.jobs.enqueue('outage.gated');
+    await waitFor(() => runs.length === 1, 'the handler to start');
+    proxy.setDelay(BLACK_HOLE_MS); // renewals and the completion write now hang, unanswered
+    gate.resolve();
+    const runner = app.get(JobRunner);
+    // The hung write is not awaited past the lease: the execution ends and frees its slot.
+    await waitFor(() => runner.pollState().running === 0, 'the slot to be freed', 5_000);
+    const rescuer = await createJobsTestApp({
+      dbName,
+      options: { pollIntervalMs: 50, leaseMs: 1_500 },
+      providers: [OutageHandlers],
+    });
+    apps.push(rescuer);
+    await waitFor(async () => (await readById(job.id))?.status === 'completed', 'the rescuer to finish it', 5_000);
+    expect((await readById(job.id))?.attempts.map((a: { errorClass: string }) => a.errorClass)).toEqual([
+      'LeaseExpired',
+    ]);
+    expect(runs).toEqual([job.id, job.id]);
   });
 });

@@ -41,6 +41,12 @@ class StubbornHandlers {
     return track(ctx, () => sleep(ctx.fencingToken === 1 ? payload.ms : 10));
   }
 
+  /** Ignores its timeout abort past the settle wait, but finishes before its lease runs out. */
+  @JobHandler('stubborn.late', { timeoutMs: 100 })
+  late(payload: { ms: number }, ctx: JobExecutionContext) {
+    return track(ctx, () => sleep(payload.ms));
+  }
+
   /** The first claim ignores its signal for `ms`; the second waits for the test. */
   @JobHandler('stubborn.twice')
   twice(payload: { ms: number }, ctx: JobExecutionContext) {
@@ -101,6 +107,16 @@ describe('one live owner per job', () => {
     await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the second run');
     const row = await app.jobs.findById(job.id);
     expect(row?.attempts.map((a) => a.errorClass)).toEqual(['LeaseExpired']);
+  });
+
+  it('writes what a handler did when it settles after the settle wait but before its unrenewed lease runs out', async () => {
+    const app = await boot(uniqueDatabaseName('owner_late'), { leaseMs: 600 });
+    // Abort at 100 ms, settle wait until 700 ms, renewals stop; the lease (renewed at 400 ms or later) lasts past
+    // 1000 ms, and the handler finishes at 850 ms: its success is still ours to write.
+    const job = await app.jobs.enqueue('stubborn.late', { ms: 850 });
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completed', 5_000);
+    expect(await app.jobs.findById(job.id)).toMatchObject({ attemptCount: 0, fencingToken: 1, attempts: [] });
+    expect(runs).toHaveLength(1);
   });
 
   it('keys executions by claim: a second claim of a job in the same process is tracked, awaited and finalized', async () => {

@@ -344,6 +344,21 @@ describe('Lease', () => {
       expect(jest.getTimerCount()).toBe(0);
     });
 
+    it('renews a claim that wrote a shorter lease than the handler’s at the same fraction of it, asking for the handler’s', async () => {
+      // The claim locked the row for the module's 300 ms at T0; this handler's lease is 900 ms (interval 300 ms).
+      const { lease, store } = setup({ heartbeatIntervalMs: 300, leaseMs: 900, claimMs: 300, claimedAt: new Date(T0) });
+      store.auto = { delayMs: 0 };
+      lease.start();
+      await jest.advanceTimersByTimeAsync(99);
+      expect(store.writes).toHaveLength(0);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(store.writes.map((w) => [w.startedAt - T0, w.requestedUntil - T0])).toEqual([[100, 1_000]]);
+      await jest.advanceTimersByTimeAsync(300);
+      expect(store.writes).toHaveLength(2); // then the handler's own interval
+      expect(lease.isStale).toBe(false);
+      lease.close();
+    });
+
     it('renews at once when the first interval after the claim has already passed', async () => {
       const { lease, store } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 150 }); // claimed at T0 − 150
       store.auto = { delayMs: 0 };
