@@ -4,9 +4,9 @@ import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
-import { MAX_TIMER_MS } from '../jobs.constants';
 import type { Lease } from '../lease/lease';
 import { decodePayload } from '../utils/payload-codec';
+import { raceTimeout } from '../utils/race-timeout';
 import type { JobExecutionContext } from './job-execution-context';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
@@ -131,13 +131,7 @@ export class JobExecution {
     });
     const first = await Promise.race([settlement, aborted]);
     if (first !== SETTLED) return first;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<typeof SETTLED>((resolve) => {
-      timer = setTimeout(() => resolve(SETTLED), Math.min(settleMs, MAX_TIMER_MS));
-      timer.unref?.();
-    });
-    const second = await Promise.race([settlement, waited]);
-    clearTimeout(timer);
+    const second = await raceTimeout(settlement, settleMs, (): typeof SETTLED => SETTLED);
     if (second !== SETTLED) return second;
     hooks.onIgnoredAbort?.(signal.reason as Error);
     lease.stopRenewing();

@@ -14,6 +14,7 @@ import type { ResolvedJobsOptions } from '../jobs.options';
 import type { Lease } from '../lease/lease';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
 import { now } from '../utils/clock';
+import { raceTimeout } from '../utils/race-timeout';
 import { type ExecutionOutcome, JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { describeJobId, whyNotRunnable } from './runnable-row';
@@ -273,12 +274,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
 /** Resolves when `work` settles or at the absolute time `until` (epoch ms), whichever is first. Never rejects. */
 async function settledBy(work: Promise<unknown> | undefined, until: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeUp = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, until - Date.now()));
-  });
-  await Promise.race([work?.catch(() => undefined), timeUp]);
-  clearTimeout(timer);
+  await raceTimeout(work?.catch(() => undefined) ?? Promise.resolve(), until - Date.now(), () => undefined);
 }
 
 function messageOf(error: unknown): string {

@@ -1,5 +1,6 @@
 import type { Lease } from '../lease/lease';
 import { classifyWriteError } from '../persistence/database-errors';
+import { raceTimeout } from '../utils/race-timeout';
 
 /** One owner-fenced outcome write: true when it matched the row this execution owns. */
 export type OutcomeWrite = () => Promise<boolean>;
@@ -61,17 +62,8 @@ export async function persistOutcome(
 }
 
 /** Races `work` against an absolute deadline (none: just `work`). A write left behind is fenced and harmless. */
-async function raceDeadline<T>(work: Promise<T>, deadline: number | undefined): Promise<T | typeof TIMED_OUT> {
-  if (deadline === undefined) return work;
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<typeof TIMED_OUT>((resolve) => {
-    timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, deadline - Date.now()));
-  });
-  try {
-    return await Promise.race([work, timedOut]);
-  } finally {
-    clearTimeout(timer);
-  }
+function raceDeadline<T>(work: Promise<T>, deadline: number | undefined): Promise<T | typeof TIMED_OUT> {
+  return deadline === undefined ? work : raceTimeout(work, deadline - Date.now(), () => TIMED_OUT);
 }
 
 function sleep(ms: number): Promise<void> {

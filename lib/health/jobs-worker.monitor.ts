@@ -5,6 +5,7 @@ import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
+import { raceTimeout } from '../utils/race-timeout';
 import type { JobsWorkerStatus } from './jobs-worker-status';
 
 /** How long a health check waits for the database's ping. */
@@ -60,18 +61,10 @@ export class JobsWorkerMonitor {
 }
 
 /** Resolves the error message if the ping failed or took longer than `timeoutMs`, else undefined. */
-async function pingWithin(ping: Promise<void>, timeoutMs: number): Promise<string | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string>((resolve) => {
-    timer = setTimeout(() => resolve(`no answer within ${timeoutMs} ms`), timeoutMs);
-  });
+function pingWithin(ping: Promise<void>, timeoutMs: number): Promise<string | undefined> {
   const answered = ping.then(
     () => undefined,
     (error: unknown) => (error instanceof Error ? error.message : String(error)),
   );
-  try {
-    return await Promise.race([answered, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  return raceTimeout(answered, timeoutMs, () => `no answer within ${timeoutMs} ms`);
 }

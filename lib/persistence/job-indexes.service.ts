@@ -3,7 +3,7 @@ import { IndexConflictError } from '../errors/index-conflict.error';
 import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
-import { withTimeout } from '../utils/with-timeout';
+import { raceTimeout } from '../utils/race-timeout';
 import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from './guarantee-indexes';
 import { JobsRepository } from './jobs.repository';
 
@@ -23,11 +23,9 @@ export class JobIndexes implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     const { collectionName, indexSetupTimeoutMs } = this.options;
-    await withTimeout(
-      this.setUp(),
-      indexSetupTimeoutMs,
-      () => new IndexSetupTimeoutError(collectionName, indexSetupTimeoutMs),
-    );
+    await raceTimeout(this.setUp(), indexSetupTimeoutMs, () => {
+      throw new IndexSetupTimeoutError(collectionName, indexSetupTimeoutMs);
+    });
   }
 
   private async setUp(): Promise<void> {
