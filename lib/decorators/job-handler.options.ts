@@ -13,10 +13,11 @@ export interface JobHandlerOptions {
   /** Abort the handler's signal and fail the attempt after this long. @default no timeout */
   timeoutMs?: number;
   /**
-   * Run on a schedule (cron syntax, 5 fields or 6 with seconds). Every instance schedules it, and exactly one job
+   * Run on a schedule (cron syntax, 5 fields or 6 with seconds). Every instance schedules it, and at most one job
    * per tick is enqueued however many instances run; its payload is `{ scheduledFor: '<tick ISO>' }`. Across clock
-   * changes a fixed-hour schedule fires once per wall-clock time (a skipped time at the jump), an every-hour one in
-   * real time; after a stall only the latest due tick is enqueued (see the README's Cron section).
+   * changes, as in Vixie cron, a schedule whose minute or hour field starts with `*` runs in real time and any other
+   * fires once per wall-clock time (a skipped time at the jump); after a stall only the latest due tick is enqueued,
+   * so a tick no instance fired has no job (see the README's Cron section).
    */
   cron?: string;
   /** IANA time zone the cron expression is read in. @default UTC */

@@ -1,9 +1,12 @@
-import { CronTime } from 'cron';
+import type { CronTime } from 'cron';
 import { IANAZone } from 'luxon';
 import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-handler.options';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import { parseCron } from '../schedule/cron-fields';
+import { CronSchedule } from '../schedule/cron-schedule';
+import { errorInfo } from '../utils/error-info';
 import { duration, positiveInteger } from '../utils/validate';
 import type { BoundJobHandler, RegisteredJobHandler } from './job-handler.registry';
 
@@ -68,12 +71,15 @@ function resolveSchedule(
     throw new InvalidOptionError(option('timeZone'), timeZone, 'must be an IANA time zone such as "Europe/Berlin"');
   }
   const cron = options.cron;
+  let parsed: CronTime;
   try {
     if (typeof cron !== 'string') throw new Error('not a string');
-    new CronTime(cron, timeZone);
+    parsed = parseCron(cron);
   } catch (error) {
-    const why = error instanceof Error ? error.message : String(error);
-    throw new InvalidOptionError(option('cron'), cron, `must be a valid cron expression (${why})`);
+    throw new InvalidOptionError(option('cron'), cron, `must be a valid cron expression (${errorInfo(error).message})`);
   }
-  return { cron, timeZone };
+  // Outside the try: any other error (an unreadable parse after a cron upgrade) keeps its own message.
+  const schedule = new CronSchedule(cron, timeZone, parsed);
+  if (schedule.neverMatches) throw new InvalidOptionError(option('cron'), cron, 'never matches a date');
+  return schedule;
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
 import type { JobExecutionContext } from '../execution/job-execution-context';
 import type { BackoffOptions } from '../jobs.options';
+import type { CronSchedule } from '../schedule/cron-schedule';
 
 export type BoundJobHandler = (payload: unknown, ctx: JobExecutionContext) => unknown;
 
@@ -17,8 +18,8 @@ export interface RegisteredJobHandler {
   leaseMs: number;
   heartbeatIntervalMs: number;
   timeoutMs: number | undefined;
-  /** Schedule, when `cron` was given. */
-  schedule: { cron: string; timeZone: string } | undefined;
+  /** Schedule, when `cron` was given: parsed, and known to match some date. */
+  schedule: CronSchedule | undefined;
 }
 
 /** name → handler. Filled by the explorer at bootstrap, read by the runner and JobsService. */

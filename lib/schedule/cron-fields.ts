@@ -1,8 +1,11 @@
 import { CronTime } from 'cron';
+import { DAY_MS, floorSecond, SECOND_MS } from './time-units';
 
-const SECOND_MS = 1000;
-const DAY_MS = 86_400_000;
-/** The Gregorian calendar repeats every 400 years, but every month/day/weekday combination occurs within 28. */
+/**
+ * How far the searches look. An expression that matches at all matches at least once every 8 years: the rarest day
+ * is February 29, and leap years are at most 8 years apart (2096 → 2104); a weekday recurs every week. So finding
+ * nothing within 28 years means the expression never matches (`0 0 30 2 *`).
+ */
 const SEARCH_YEARS = 28;
 
 type FieldName = 'second' | 'minute' | 'hour' | 'dayOfMonth' | 'month' | 'dayOfWeek';
@@ -59,24 +62,26 @@ export class CronFields {
   private readonly dowRestricted: boolean;
   private readonly perDay: number;
 
-  constructor(expression: string) {
-    const parsed = readParsedFields(new CronTime(expression, 'UTC'));
-    this.second = new Field(parsed.second, 60);
-    this.minute = new Field(parsed.minute, 60);
-    this.hour = new Field(parsed.hour, 24);
-    this.dayOfMonth = new Field(parsed.dayOfMonth, 32);
-    this.month = new Field(parsed.month, 13);
-    this.dayOfWeek = new Field(parsed.dayOfWeek, 7);
+  /** Reads the fields of `parsed` (see `parseCron`); throws when the `cron` package's parse is no longer readable. */
+  constructor(parsed: CronTime) {
+    const fields = readParsedFields(parsed);
+    this.second = new Field(fields.second, 60);
+    this.minute = new Field(fields.minute, 60);
+    this.hour = new Field(fields.hour, 24);
+    this.dayOfMonth = new Field(fields.dayOfMonth, 32);
+    this.month = new Field(fields.month, 13);
+    this.dayOfWeek = new Field(fields.dayOfWeek, 7);
     this.domRestricted = this.dayOfMonth.values.length !== 31;
     this.dowRestricted = this.dayOfWeek.values.length !== 7;
     this.perDay = this.hour.values.length * this.minute.values.length * this.second.values.length;
   }
 
-  /** True when the hour field allows every hour (`*`): such schedules run in real time across clock changes. */
-  get everyHour(): boolean {
-    return this.hour.values.length === 24;
+  /** True when some reading matches at all (`0 0 30 2 *` never does). */
+  get matchesSomeDate(): boolean {
+    return this.nextAtOrAfter(0) !== null;
   }
 
+  /** True when `reading` (whole seconds) matches every field. */
   matches(reading: number): boolean {
     const d = new Date(reading);
     return (
@@ -134,7 +139,7 @@ export class CronFields {
 
   /** The last matching reading ≤ `from` (whole seconds), or null when none exists within 28 years. */
   previousAtOrBefore(from: number): number | null {
-    let t = Math.floor(from / SECOND_MS) * SECOND_MS;
+    let t = floorSecond(from);
     const firstYear = new Date(t).getUTCFullYear() - SEARCH_YEARS;
     for (;;) {
       const d = new Date(t);
@@ -185,8 +190,8 @@ export class CronFields {
   countBetween(from: number, to: number): number {
     if (to <= from) return 0;
     // Count readings < end minus readings < start, with end/start one second past the bounds.
-    const start = Math.floor(from / SECOND_MS) * SECOND_MS + SECOND_MS;
-    const end = Math.floor(to / SECOND_MS) * SECOND_MS + SECOND_MS;
+    const start = floorSecond(from) + SECOND_MS;
+    const end = floorSecond(to) + SECOND_MS;
     const startDay = Math.floor(start / DAY_MS) * DAY_MS;
     const endDay = Math.floor(end / DAY_MS) * DAY_MS;
     let count = this.countInDayBefore(end) - this.countInDayBefore(start);
@@ -218,6 +223,11 @@ export class CronFields {
     if (this.domRestricted && this.dowRestricted) return dom || dow;
     return dom && dow;
   }
+}
+
+/** Parses `expression` with the `cron` package; throws its error, naming the problem, when the expression is invalid. */
+export function parseCron(expression: string): CronTime {
+  return new CronTime(expression, 'UTC');
 }
 
 /**

@@ -1,17 +1,23 @@
-import type { CronSchedule } from './schedule-tick';
+import type { CronSchedule } from './cron-schedule';
+import { SECOND_MS } from './time-units';
 
 /** A timer may fire a moment before its instant; it still stands for the tick it was set for. */
 const EARLY_FIRE_TOLERANCE_MS = 100;
+
+/** Due ticks an instance did not fire (it stalled or slept): counted, not enqueued. */
+export interface MissedTicks {
+  count: number;
+  /** The first and the last of them. */
+  from: Date;
+  to: Date;
+}
 
 /** What one timer fire stands for. */
 export interface DueTick {
   /** The tick to enqueue: the latest one due. */
   tick: Date;
-  /** Earlier due ticks this instance did not fire (it stalled or slept); they are counted, not enqueued. */
-  missed: number;
-  /** The first and last of the missed ticks, when `missed > 0`. */
-  missedFrom?: Date;
-  missedTo?: Date;
+  /** Earlier due ticks this fire skips; absent when there are none. */
+  missed?: MissedTicks;
 }
 
 /**
@@ -23,39 +29,29 @@ export interface DueTick {
 export class CronTicker {
   private expected: Date;
 
-  /** Throws when the schedule never fires after `startedAt`. */
+  /** `schedule` must match some date (see `CronSchedule.neverMatches`). */
   constructor(
-    readonly schedule: CronSchedule,
+    private readonly schedule: CronSchedule,
     startedAt: Date,
   ) {
-    this.expected = this.after(startedAt);
-  }
-
-  /** The next tick this instance waits for. */
-  get next(): Date {
-    return this.expected;
+    this.expected = schedule.nextTick(startedAt);
   }
 
   /** The tick a timer fire at `firedAt` stands for, or null when nothing is due yet (a spurious early fire). */
   fire(firedAt: Date): DueTick | null {
     const expected = this.expected;
     if (firedAt.getTime() < expected.getTime() - EARLY_FIRE_TOLERANCE_MS) return null;
-    const following = this.after(expected);
+    const following = this.schedule.nextTick(expected);
     if (following.getTime() > firedAt.getTime()) {
       this.expected = following;
-      return { tick: expected, missed: 0 };
+      return { tick: expected };
     }
-    // Several ticks fell due: enqueue the latest, count the ones between (never walking them one by one).
-    const tick = this.schedule.latestTick(firedAt) ?? expected;
-    const lastMissed = this.schedule.latestTick(new Date(tick.getTime() - 1)) ?? expected;
-    const missed = this.schedule.countTicks(new Date(expected.getTime() - 1000), lastMissed);
-    this.expected = this.after(tick);
-    return { tick, missed, missedFrom: expected, missedTo: lastMissed };
-  }
-
-  private after(instant: Date): Date {
-    const next = this.schedule.nextTick(instant);
-    if (!next) throw new Error(`"${this.schedule.expression}" never fires after ${instant.toISOString()}`);
-    return next;
+    // Several ticks fell due (`expected` < `following` ≤ `firedAt`): enqueue the latest, count the ones before it
+    // without walking them one by one.
+    const tick = this.schedule.latestTick(firedAt);
+    const lastMissed = this.schedule.latestTick(new Date(tick.getTime() - 1));
+    const count = this.schedule.countTicks(new Date(expected.getTime() - SECOND_MS), lastMissed);
+    this.expected = this.schedule.nextTick(tick);
+    return { tick, missed: { count, from: expected, to: lastMissed } };
   }
 }

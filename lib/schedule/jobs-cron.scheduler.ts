@@ -17,15 +17,17 @@ import { JobRunner } from '../execution/job-runner.service';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
+import { errorInfo } from '../utils/error-info';
+import type { CronSchedule } from './cron-schedule';
 import { CronTicker } from './cron-ticker';
-import { CronSchedule } from './schedule-tick';
 import { ZonedCronTime } from './zoned-cron-time';
 
 /**
  * Registers a `@nestjs/schedule` cron job per `@JobHandler({ cron })`. On every tick, every instance tries to
- * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released), so exactly one job
+ * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released), so at most one job
  * exists per tick, however many instances run and however late one of them fires. Ticks follow `CronSchedule`'s
- * clock-change rules; a fire that comes after several ticks fell due enqueues the latest and logs the rest.
+ * clock-change rules. A fire that comes after several ticks fell due enqueues the latest and logs the rest: a tick
+ * that no instance fired has no job. Schedules were validated when the handlers were registered.
  */
 @Injectable()
 export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -51,15 +53,13 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
       const handler = scheduled[0];
       throw new InvalidOptionError(
         `@JobHandler('${handler.name}').cron on ${handler.site}`,
-        handler.schedule?.cron,
+        handler.schedule?.expression,
         'needs ScheduleModule.forRoot() from @nestjs/schedule in the application imports',
       );
     }
-    // Every schedule is checked before any timer starts, so a bad one leaves nothing running.
-    const tickers = scheduled.map((handler) => this.tickerFor(handler));
-    scheduled.forEach((handler, i) => {
-      this.start(registry, handler, tickers[i]);
-    });
+    for (const handler of scheduled) {
+      if (handler.schedule) this.start(registry, handler, handler.schedule);
+    }
   }
 
   /** Stops scheduling before the worker drains, so shutdown enqueues nothing new. */
@@ -87,8 +87,8 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
     return true;
   }
 
-  private start(registry: SchedulerRegistry, handler: RegisteredJobHandler, ticker: CronTicker): void {
-    const schedule = ticker.schedule;
+  private start(registry: SchedulerRegistry, handler: RegisteredJobHandler, schedule: CronSchedule): void {
+    const ticker = new CronTicker(schedule, now());
     const job = CronJob.from({
       cronTime: schedule.expression,
       timeZone: schedule.timeZone,
@@ -104,32 +104,19 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
     this.logger.log(`Scheduled ${handler.name} (${schedule.expression}, ${schedule.timeZone})`);
   }
 
-  private tickerFor(handler: RegisteredJobHandler): CronTicker {
-    const { cron, timeZone } = handler.schedule as { cron: string; timeZone: string };
-    try {
-      return new CronTicker(new CronSchedule(cron, timeZone), now());
-    } catch {
-      throw new InvalidOptionError(
-        `@JobHandler('${handler.name}').cron on ${handler.site}`,
-        cron,
-        'never matches a date (within 28 years)',
-      );
-    }
-  }
-
   private onTimer(handler: RegisteredJobHandler, ticker: CronTicker): void {
     const due = ticker.fire(now());
     if (!due) return;
-    if (due.missed > 0) {
+    const { tick, missed } = due;
+    if (missed) {
       this.logger.warn(
-        `${handler.name}: this instance missed ${due.missed} tick(s) from ${due.missedFrom?.toISOString()} to ` +
-          `${due.missedTo?.toISOString()} (timer late); enqueueing only the latest, ${due.tick.toISOString()}. ` +
+        `${handler.name}: this instance missed ${missed.count} tick(s) from ${missed.from.toISOString()} to ` +
+          `${missed.to.toISOString()} (timer late); enqueueing only the latest, ${tick.toISOString()}. ` +
           'Another instance may have enqueued the missed ones.',
       );
     }
-    this.enqueueTick(handler, due.tick).catch((error: unknown) => {
-      const why = error instanceof Error ? error.message : String(error);
-      this.logger.error(`Enqueueing ${handler.name} for ${due.tick.toISOString()} failed: ${why}`);
+    this.enqueueTick(handler, tick).catch((error: unknown) => {
+      this.logger.error(`Enqueueing ${handler.name} for ${tick.toISOString()} failed: ${errorInfo(error).message}`);
     });
   }
 }

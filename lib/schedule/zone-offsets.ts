@@ -1,12 +1,5 @@
 import { IANAZone } from 'luxon';
-
-const SECOND_MS = 1000;
-const MINUTE_MS = 60_000;
-/**
- * Zone rules change a zone's offset at most once in any two days (true of every IANA zone for decades), so checking
- * offsets a day apart finds every transition.
- */
-export const STEP_MS = 86_400_000;
+import { DAY_MS, MINUTE_MS, SECOND_MS } from './time-units';
 
 /** A change of a zone's UTC offset: from `at` (an instant, whole seconds) the offset is `after` instead of `before`. */
 export interface ZoneTransition {
@@ -15,7 +8,11 @@ export interface ZoneTransition {
   after: number;
 }
 
-/** UTC offsets of one IANA zone, in milliseconds, and the transitions between them. */
+/**
+ * UTC offsets of one IANA zone, in milliseconds, and the transitions between them. Zone rules change a zone's offset
+ * at most once in any two days (true of every IANA zone for decades), so offsets looked up a day apart (`DAY_MS`)
+ * differ exactly where one transition lies between them.
+ */
 export class ZoneOffsets {
   private readonly zone: IANAZone;
 
@@ -43,12 +40,15 @@ export class ZoneOffsets {
     return { at: hi * SECOND_MS, before, after: this.offsetAt(hi * SECOND_MS) };
   }
 
-  /** Every transition in `(from, to]`, found by sampling one offset per day of the range. */
+  /** Every transition in `(from, to]`, found by looking up one offset per day of the range. */
   transitionsIn(from: number, to: number): ZoneTransition[] {
     const found: ZoneTransition[] = [];
-    for (let lo = from; lo < to; lo += STEP_MS) {
-      const hi = Math.min(lo + STEP_MS, to);
-      if (this.offsetAt(lo) !== this.offsetAt(hi)) found.push(this.transitionIn(lo, hi));
+    let offset = this.offsetAt(from);
+    for (let lo = from; lo < to; lo += DAY_MS) {
+      const hi = Math.min(lo + DAY_MS, to);
+      const next = this.offsetAt(hi);
+      if (next !== offset) found.push(this.transitionIn(lo, hi));
+      offset = next;
     }
     return found;
   }

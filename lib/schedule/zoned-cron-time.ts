@@ -1,6 +1,6 @@
 import { CronTime } from 'cron';
 import { DateTime } from 'luxon';
-import type { CronSchedule } from './schedule-tick';
+import type { CronSchedule } from './cron-schedule';
 
 type CronStart = Parameters<CronTime['getNextDateFrom']>[0];
 
@@ -16,8 +16,6 @@ export class ZonedCronTime extends CronTime {
 
   override getNextDateFrom(start: CronStart): DateTime {
     const from = start instanceof Date ? start : new Date(start.toMillis());
-    const next = this.schedule.nextTick(from);
-    if (!next) throw new Error(`"${this.schedule.expression}" never fires after ${from.toISOString()}`);
-    return DateTime.fromJSDate(next, { zone: this.schedule.timeZone });
+    return DateTime.fromJSDate(this.schedule.nextTick(from), { zone: this.schedule.timeZone });
   }
 }

@@ -1,10 +1,12 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Injectable, Logger, type Type } from '@nestjs/common';
 import { Cron, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
+import { CronJob, CronTime } from 'cron';
 import { Settings } from 'luxon';
 import { InvalidOptionError, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
+import { ZonedCronTime } from '../../lib/schedule/zoned-cron-time';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 
@@ -138,6 +140,12 @@ describe('cron handlers', () => {
     const nextAfter = (iso: string) => registered(a).cronTime.getNextDateFrom(new Date(iso)).toJSDate();
     expect(nextAfter('2024-11-02T12:00:00Z')).toEqual(new Date('2024-11-03T05:30:00Z'));
     expect(nextAfter('2024-11-03T06:10:00Z')).toEqual(new Date('2024-11-04T06:30:00Z'));
+    // What apps read: nextDate() starts from the clock as a luxon DateTime (cron's own math says 06:30Z today). The
+    // cron package loads luxon's CommonJS build, whose Settings.now setClock does not reach: stop Date.now instead.
+    jest.spyOn(Date, 'now').mockReturnValue(Date.parse('2024-11-03T06:10:00Z'));
+    const nextDate = registered(a).nextDate().toJSDate();
+    jest.mocked(Date.now).mockRestore();
+    expect(nextDate).toEqual(new Date('2024-11-04T06:30:00Z'));
     // 01:30 New York is shown at 05:30Z (EDT) and again at 06:30Z (EST). A fires on time; B's timer only after both.
     setClock('2024-11-03T05:30:00.010Z');
     await fire(a);
@@ -157,25 +165,53 @@ describe('cron handlers', () => {
 
   it('after a stall enqueues the latest tick and logs how many it missed', async () => {
     const warn = jest.spyOn(Logger.prototype, 'warn');
+    // A stopped clock (luxon's, which the library reads): cron's own timer only ever fires early and is ignored.
+    const stopClock = (iso: string) => {
+      const at = Date.parse(iso);
+      Settings.now = () => at;
+    };
+    stopClock('2026-01-01T10:00:00.100Z');
     const app = await start(uniqueDatabaseName('cron_stall'), 'a', [EverySecondUtc]);
-    const rows = () => app.connection.collection('jobs').find({ name: 'stalled' }).toArray();
-    await waitFor(async () => (await rows()).length >= 1, 'a first tick');
-    // Block the event loop from ~150 ms past one second for 2.2 s: two ticks fall due, the timer fires once.
-    await waitFor(() => Date.now() % 1000 >= 150 && Date.now() % 1000 <= 250, 'a moment just after a tick', 2_000);
-    const stallStart = Date.now();
-    while (Date.now() - stallStart < 2200) {}
-    const latest = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString();
-    const missed = new Date(Math.floor(Date.now() / 1000) * 1000 - 1000).toISOString();
-    await waitFor(() => warn.mock.calls.some(([message]) => String(message).includes('missed')), 'the warning');
+    // The event loop stalls for 3.2 s: ticks 10:00:01 and 10:00:02 fall due, the timer fires once, at 10:00:03.3.
+    stopClock('2026-01-01T10:00:03.300Z');
+    await app.get(SchedulerRegistry).getCronJob('nestjs-mongo-jobs:stalled').fireOnTick();
     const message = String(warn.mock.calls.find(([m]) => String(m).includes('missed'))?.[0]);
     expect(message).toBe(
-      `stalled: this instance missed 1 tick(s) from ${missed} to ${missed} (timer late); enqueueing only the latest, ` +
-        `${latest}. Another instance may have enqueued the missed ones.`,
+      'stalled: this instance missed 2 tick(s) from 2026-01-01T10:00:01.000Z to 2026-01-01T10:00:02.000Z ' +
+        '(timer late); enqueueing only the latest, 2026-01-01T10:00:03.000Z. Another instance may have enqueued the ' +
+        'missed ones.',
     );
-    await waitFor(
-      async () => (await rows()).some((row) => row.scheduleKey === `cron:stalled:${latest}`),
-      'the latest tick',
-    );
+    const keys = async () =>
+      (await app.connection.collection('jobs').find({ name: 'stalled' }).toArray()).map((row) => row.scheduleKey);
+    await waitFor(async () => (await keys()).length > 0, 'the latest tick');
+    expect(await keys()).toEqual(['cron:stalled:2026-01-01T10:00:03.000Z']);
+  });
+
+  it('fails bootstrap on one bad schedule before any schedule is registered or started', async () => {
+    const added = jest.spyOn(SchedulerRegistry.prototype, 'addCronJob');
+    const started = jest.spyOn(CronJob.prototype, 'start');
+    @Injectable()
+    class GoodThenBad {
+      @JobHandler('good', { cron: '* * * * * *' })
+      good() {}
+
+      @JobHandler('bad', { cron: '0 0 30 2 *' })
+      bad() {}
+    }
+    const error = await start(uniqueDatabaseName('cron_one_bad'), 'a', [GoodThenBad]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidOptionError);
+    expect((error as Error).message).toContain("@JobHandler('bad').cron on GoodThenBad.bad: never matches a date");
+    expect(added.mock.calls.map(([name]) => name).filter((name) => name.startsWith('nestjs-mongo-jobs:'))).toEqual([]);
+    expect((started.mock.contexts as CronJob[]).filter((job) => job.cronTime instanceof ZonedCronTime)).toEqual([]);
+  });
+
+  it('reports an error other than "never matches" with its own message', async () => {
+    // An upgraded cron package that parses expressions into a shape we cannot read.
+    jest
+      .spyOn(CronTime.prototype as unknown as { _parse(source: string): void }, '_parse')
+      .mockImplementation(() => {});
+    const error = await start(uniqueDatabaseName('cron_unreadable'), 'a', [EverySecondUtc]).catch((e: unknown) => e);
+    expect((error as Error).message).toBe('the installed cron package no longer exposes its parsed second field');
   });
 
   it('fails bootstrap when cron is used without ScheduleModule.forRoot()', async () => {

@@ -1,49 +1,58 @@
-import { CronFields } from './cron-fields';
-import { STEP_MS, ZoneOffsets } from './zone-offsets';
+import type { CronTime } from 'cron';
+import { CronFields, parseCron } from './cron-fields';
+import { DAY_MS, floorSecond, SECOND_MS } from './time-units';
+import { ZoneOffsets } from './zone-offsets';
 
-const SECOND_MS = 1000;
-
-const floorSecond = (ms: number) => Math.floor(ms / SECOND_MS) * SECOND_MS;
+/** The `cron` package's presets whose minute or hour field is `*` (`@hourly` is `0 0 * * * *`). */
+const REAL_TIME_PRESETS = new Set(['@hourly', '@minutely', '@secondly']);
 
 /**
- * The instants ("ticks") at which a cron expression fires, read in an IANA time zone. Two conventions, as in Vixie
- * cron, decided by the hour field:
+ * The instants ("ticks") at which a cron expression fires, read in an IANA time zone. Across clock changes it follows
+ * Vixie cron (and cronie), which decides by how the minute and hour fields are written:
  *
- * - **Fixed-hour schedules** (the hour field does not allow every hour, e.g. `0 2 * * *`, `*\/15 1 * * *`) fire once
- *   per matching wall-clock time, at the first instant the zone's clock shows that time *or later*. A time the clocks
+ * - **Real time** when the minute or the hour field starts with `*` (`*\/5 * * * *`, `0 * * * *`, `*\/15 1 * * *`,
+ *   `0 *\/2 * * *`, `@hourly`): the schedule fires whenever the zone's clock shows a matching time, so a repeated time
+ *   fires again and a skipped time does not fire.
+ * - **Fixed** otherwise, whatever values the fields allow (`0 2 * * *`, `0,30 1 * * *`, even `0 0-23 * * *`): each
+ *   matching wall-clock time fires once, at the first instant the clock shows that time *or later*. A time the clocks
  *   show twice (they go back) fires on its first showing only; a time they skip (they go forward) fires once, at the
  *   moment of the jump. Several skipped times collapse into that one instant.
- * - **Every-hour schedules** (`*` hours, e.g. `*\/5 * * * *`, `0 * * * *`) run in real time: they fire whenever the
- *   clock shows a matching time, so a repeated hour fires again and a skipped hour does not fire.
  *
- * Every tick is a whole second, and a tick instant stands for exactly one occurrence, so it is the job's identity.
- * All methods cost a handful of offset look-ups, or one step per day of the range for `countTicks`.
+ * A seconds field (6 fields) plays no part in the choice. Every tick is a whole second, and a tick instant stands for
+ * exactly one occurrence, so it is the job's identity. All methods cost a handful of offset look-ups, or one step per
+ * day of the range for `countTicks`.
  */
 export class CronSchedule {
   private readonly fields: CronFields;
   private readonly zone: ZoneOffsets;
-  /** True for every-hour schedules (real time across clock changes), false for fixed-hour ones. */
-  readonly realTime: boolean;
+  private readonly realTime: boolean;
 
+  /** `parsed` is `expression` parsed by `parseCron`, for a caller that parsed it already to validate it. */
   constructor(
     readonly expression: string,
     readonly timeZone: string,
+    parsed: CronTime = parseCron(expression),
   ) {
-    this.fields = new CronFields(expression);
+    this.fields = new CronFields(parsed);
     this.zone = new ZoneOffsets(timeZone);
-    this.realTime = this.fields.everyHour;
+    this.realTime = runsInRealTime(expression);
   }
 
-  /** The first tick strictly after `after`, or null when the expression never matches again (e.g. `0 0 30 2 *`). */
-  nextTick(after: Date): Date | null {
+  /** True for an expression no date matches (`0 0 30 2 *`): it has no ticks, and nextTick/latestTick throw. */
+  get neverMatches(): boolean {
+    return !this.fields.matchesSomeDate;
+  }
+
+  /** The first tick strictly after `after`. */
+  nextTick(after: Date): Date {
     const at = floorSecond(after.getTime());
-    return toDate(this.realTime ? this.nextRealTime(at + SECOND_MS) : this.nextFixed(at));
+    return this.tick(this.realTime ? this.nextRealTime(at + SECOND_MS) : this.nextFixed(at), 'after', after);
   }
 
-  /** The last tick at or before `atOrBefore`, or null when there is none. */
-  latestTick(atOrBefore: Date): Date | null {
+  /** The last tick at or before `atOrBefore`. */
+  latestTick(atOrBefore: Date): Date {
     const at = floorSecond(atOrBefore.getTime());
-    return toDate(this.realTime ? this.latestRealTime(at) : this.latestFixed(at));
+    return this.tick(this.realTime ? this.latestRealTime(at) : this.latestFixed(at), 'at or before', atOrBefore);
   }
 
   /** How many ticks lie in `(after, upTo]`, at one step per day of the range, never one per tick. */
@@ -53,7 +62,13 @@ export class CronSchedule {
     return this.realTime ? this.countRealTime(from, to) : this.countFixed(from, to);
   }
 
-  // Fixed-hour schedules: tick(reading) = the first instant whose reading is ≥ reading; monotonic in the reading.
+  /** A schedule that matches some date has a tick within any 28 years; only one that never matches has none. */
+  private tick(found: number | null, relation: string, instant: Date): Date {
+    if (found === null) throw new Error(`"${this.expression}" has no tick ${relation} ${instant.toISOString()}`);
+    return new Date(found);
+  }
+
+  // Fixed schedules: tick(reading) = the first instant whose reading is ≥ reading; monotonic in the reading.
 
   private nextFixed(after: number): number | null {
     const reading = this.fields.nextAtOrAfter(this.highWater(after) + SECOND_MS);
@@ -85,7 +100,7 @@ export class CronSchedule {
   /** The largest reading the clock has shown at or before `at` (after clocks go back, the pre-change reading). */
   private highWater(at: number): number {
     const offset = this.zone.offsetAt(at);
-    const dayBefore = at - STEP_MS;
+    const dayBefore = at - DAY_MS;
     if (this.zone.offsetAt(dayBefore) <= offset) return at + offset;
     const change = this.zone.transitionIn(dayBefore, at);
     return Math.max(at + offset, change.at - SECOND_MS + change.before);
@@ -93,7 +108,7 @@ export class CronSchedule {
 
   /** The first instant at which the clock shows `reading` or later. */
   private firstShowing(reading: number): number {
-    const [before, after] = [reading - STEP_MS, reading + STEP_MS];
+    const [before, after] = [reading - DAY_MS, reading + DAY_MS];
     const offset = this.zone.offsetAt(before);
     if (offset === this.zone.offsetAt(after)) return reading - offset;
     const change = this.zone.transitionIn(before, after);
@@ -102,7 +117,7 @@ export class CronSchedule {
     return change.at; // the clocks skipped this reading: fire when they jump past it
   }
 
-  // Every-hour schedules: ticks are the instants whose reading matches, walked one constant-offset stretch at a time.
+  // Real-time schedules: ticks are the instants whose reading matches, walked one constant-offset stretch at a time.
 
   private nextRealTime(from: number): number | null {
     let at = from;
@@ -111,7 +126,7 @@ export class CronSchedule {
       const reading = this.fields.nextAtOrAfter(at + offset);
       if (reading === null) return null;
       const tick = reading - offset;
-      const horizon = Math.min(tick, at + STEP_MS);
+      const horizon = Math.min(tick, at + DAY_MS);
       if (this.zone.offsetAt(horizon) !== offset) {
         at = this.zone.transitionIn(at, horizon).at;
       } else if (tick <= horizon) {
@@ -129,7 +144,7 @@ export class CronSchedule {
       const reading = this.fields.previousAtOrBefore(at + offset);
       if (reading === null) return null;
       const tick = reading - offset;
-      const horizon = Math.max(tick, at - STEP_MS);
+      const horizon = Math.max(tick, at - DAY_MS);
       if (this.zone.offsetAt(horizon) !== offset) {
         at = this.zone.transitionIn(horizon, at).at - SECOND_MS;
       } else if (tick >= horizon) {
@@ -153,6 +168,11 @@ export class CronSchedule {
   }
 }
 
-function toDate(ms: number | null): Date | null {
-  return ms === null ? null : new Date(ms);
+/** Vixie cron's rule (its `MIN_STAR | HR_STAR` flags): the minute or the hour field starts with `*`. */
+function runsInRealTime(expression: string): boolean {
+  const source = expression.trim().toLowerCase();
+  if (source.startsWith('@')) return REAL_TIME_PRESETS.has(source);
+  const fields = source.split(/\s+/);
+  const [minute, hour] = fields.length === 6 ? fields.slice(1) : fields;
+  return minute.startsWith('*') || hour.startsWith('*');
 }

@@ -1,8 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { DateTime } from 'luxon';
-import { CronFields } from '../../lib/schedule/cron-fields';
-import { CronTicker } from '../../lib/schedule/cron-ticker';
-import { CronSchedule } from '../../lib/schedule/schedule-tick';
+import { CronFields, parseCron } from '../../lib/schedule/cron-fields';
+import { CronSchedule } from '../../lib/schedule/cron-schedule';
 import { ZoneOffsets } from '../../lib/schedule/zone-offsets';
 
 const t = (iso: string) => new Date(iso);
@@ -21,6 +20,14 @@ function ticksBetween(schedule: CronSchedule, from: Date, to: Date): Date[] {
 
 /** The local date and time a tick shows in its zone. */
 const shown = (tick: Date, zone: string) => DateTime.fromJSDate(tick, { zone }).toFormat("yyyy-MM-dd'T'HH:mm");
+
+/** The local times (`HH:mm`) `expression` fires at on one local day of `zone`, in firing order. */
+function onLocalDay(expression: string, zone: string, date: string): string[] {
+  const day = DateTime.fromISO(date, { zone }).startOf('day');
+  const nextDay = day.plus({ days: 1 }).startOf('day');
+  const ticks = ticksBetween(new CronSchedule(expression, zone), day.toJSDate(), nextDay.toJSDate());
+  return ticks.map((tick) => shown(tick, zone).slice(11));
+}
 
 /**
  * 2024's clock changes (tzdata), and for each zone daily times that fall into the skipped stretch on the day clocks
@@ -141,25 +148,23 @@ describe('CronSchedule: daily schedules across a year of clock changes', () => {
   });
 });
 
-describe('CronSchedule: sub-hourly schedules', () => {
-  it.each(ZONES.map((z) => [z.zone]))('every 30 minutes (every hour) in %s runs in real time all year', (zone) => {
-    const schedule = new CronSchedule('*/30 * * * *', zone);
-    const from = DateTime.fromISO('2024-01-01T00:00', { zone }).toJSDate();
-    const to = DateTime.fromISO('2025-01-01T00:00', { zone }).toJSDate();
-    const ticks = ticksBetween(schedule, from, to);
-    const gaps = new Set(ticks.slice(1).map((tick, i) => tick.getTime() - ticks[i].getTime()));
-    expect(gaps).toEqual(new Set([30 * 60_000]));
-    expect(ticks).toHaveLength(366 * 48);
-    expect(schedule.countTicks(new Date(from.getTime() - 1), new Date(to.getTime() - 1))).toBe(366 * 48);
-  });
+describe('CronSchedule: real-time and fixed schedules', () => {
+  it.each(ZONES.map((z) => [z.zone]))(
+    'every 30 minutes (minute field `*/30`) in %s runs in real time all year',
+    (zone) => {
+      const schedule = new CronSchedule('*/30 * * * *', zone);
+      const from = DateTime.fromISO('2024-01-01T00:00', { zone }).toJSDate();
+      const to = DateTime.fromISO('2025-01-01T00:00', { zone }).toJSDate();
+      const ticks = ticksBetween(schedule, from, to);
+      const gaps = new Set(ticks.slice(1).map((tick, i) => tick.getTime() - ticks[i].getTime()));
+      expect(gaps).toEqual(new Set([30 * 60_000]));
+      expect(ticks).toHaveLength(366 * 48);
+      expect(schedule.countTicks(new Date(from.getTime() - 1), new Date(to.getTime() - 1))).toBe(366 * 48);
+    },
+  );
 
-  it('hourly (every hour) fires at both showings of a repeated hour and not in a skipped one', () => {
-    const perDay = (zone: string, date: string) => {
-      const day = DateTime.fromISO(date, { zone }).startOf('day');
-      const nextDay = day.plus({ days: 1 }).startOf('day');
-      const ticks = ticksBetween(new CronSchedule('0 * * * *', zone), day.toJSDate(), nextDay.toJSDate());
-      return ticks.map((tick) => shown(tick, zone).slice(11));
-    };
+  it('hourly (real time) fires at both showings of a repeated hour and not in a skipped one', () => {
+    const perDay = (zone: string, date: string) => onLocalDay('0 * * * *', zone, date);
     expect(perDay('America/New_York', '2024-11-03')).toHaveLength(25);
     expect(perDay('America/New_York', '2024-11-03').slice(0, 4)).toEqual(['00:00', '01:00', '01:00', '02:00']);
     expect(perDay('America/New_York', '2024-03-10')).toHaveLength(23);
@@ -171,10 +176,10 @@ describe('CronSchedule: sub-hourly schedules', () => {
     expect(perDay('America/Santiago', '2024-09-08')).toHaveLength(23);
   });
 
-  it('a fixed-hour schedule fires each wall-clock time once: repeated times once, skipped times once at the jump', () => {
+  it('a fixed schedule fires each wall-clock time once: repeated times once, skipped times once at the jump', () => {
     const zone = 'America/New_York';
     expect(
-      ticksBetween(new CronSchedule('*/15 1 * * *', zone), t('2024-11-03T04:00:00Z'), t('2024-11-03T12:00:00Z')),
+      ticksBetween(new CronSchedule('0,15,30,45 1 * * *', zone), t('2024-11-03T04:00:00Z'), t('2024-11-03T12:00:00Z')),
     ).toEqual([
       t('2024-11-03T05:00:00Z'),
       t('2024-11-03T05:15:00Z'),
@@ -182,11 +187,32 @@ describe('CronSchedule: sub-hourly schedules', () => {
       t('2024-11-03T05:45:00Z'),
     ]);
     expect(
-      ticksBetween(new CronSchedule('*/15 2 * * *', zone), t('2024-03-10T05:00:00Z'), t('2024-03-10T12:00:00Z')),
+      ticksBetween(new CronSchedule('0,15,30,45 2 * * *', zone), t('2024-03-10T05:00:00Z'), t('2024-03-10T12:00:00Z')),
     ).toEqual([t('2024-03-10T07:00:00Z')]);
     // 02:00 is skipped and 03:00 is the jump's own reading: one tick for both.
     expect(
       ticksBetween(new CronSchedule('0 2,3 * * *', zone), t('2024-03-10T05:00:00Z'), t('2024-03-10T12:00:00Z')),
+    ).toEqual([t('2024-03-10T07:00:00Z')]);
+  });
+
+  it('follows Vixie cron: a minute or hour field that starts with * runs in real time, any other is fixed', () => {
+    const [newYork, berlin] = ['America/New_York', 'Europe/Berlin'];
+    // Real time: 01:xx is shown twice on New York's 2024-11-03, 02:xx never on 2024-03-10.
+    expect(onLocalDay('*/15 1 * * *', newYork, '2024-11-03')).toEqual([
+      ...['01:00', '01:15', '01:30', '01:45'],
+      ...['01:00', '01:15', '01:30', '01:45'],
+    ]);
+    expect(onLocalDay('*/15 2 * * *', newYork, '2024-03-10')).toEqual([]);
+    expect(onLocalDay('0 */2 * * *', berlin, '2024-10-27')).toHaveLength(13); // 02:00 twice
+    expect(onLocalDay('0 */2 * * *', berlin, '2024-03-31')).toHaveLength(11); // no 02:00
+    expect(onLocalDay('@hourly', newYork, '2024-11-03')).toHaveLength(25);
+    expect(onLocalDay('0 * 1 * * *', newYork, '2024-11-03')).toHaveLength(120); // 6 fields: the minute is `*`
+    // Fixed, even when the fields allow every hour: each wall-clock time once, skipped ones at the jump.
+    expect(onLocalDay('0 0-23 * * *', newYork, '2024-11-03')).toHaveLength(24);
+    expect(onLocalDay('0 0-23 * * *', newYork, '2024-03-10')).toHaveLength(23);
+    expect(onLocalDay('0,15,30,45 1 * * *', newYork, '2024-11-03')).toEqual(['01:00', '01:15', '01:30', '01:45']);
+    expect(
+      ticksBetween(new CronSchedule('*/10 0 2 * * *', newYork), t('2024-03-10T05:00:00Z'), t('2024-03-10T12:00:00Z')),
     ).toEqual([t('2024-03-10T07:00:00Z')]);
   });
 
@@ -196,15 +222,25 @@ describe('CronSchedule: sub-hourly schedules', () => {
     expect(daily.nextTick(t('2026-07-10T12:00:00Z'))).toEqual(t('2026-07-11T07:00:00Z'));
   });
 
-  it('returns null for an expression that never matches', () => {
-    expect(new CronSchedule('0 0 30 2 *', 'UTC').nextTick(t('2026-01-01T00:00:00Z'))).toBeNull();
+  it('knows an expression that never matches, whose tick look-ups throw', () => {
+    const never = new CronSchedule('0 0 30 2 *', 'UTC');
+    expect(never.neverMatches).toBe(true);
+    expect(() => never.nextTick(t('2026-01-01T00:00:00Z'))).toThrow(
+      '"0 0 30 2 *" has no tick after 2026-01-01T00:00:00.000Z',
+    );
+    expect(() => never.latestTick(t('2026-01-01T00:00:00Z'))).toThrow('has no tick at or before');
+    // February 29 exists every 4 to 8 years: rare, but it matches.
+    expect(new CronSchedule('0 0 29 2 *', 'UTC').neverMatches).toBe(false);
+    expect(new CronSchedule('0 0 29 2 *', 'UTC').nextTick(t('2097-01-01T00:00:00Z'))).toEqual(
+      t('2104-02-29T00:00:00Z'),
+    );
   });
 });
 
 describe('CronSchedule: latestTick and countTicks agree with walking the ticks', () => {
   const windows = ZONES.flatMap(({ zone, changes }) =>
     changes.flatMap((change) =>
-      ['17 */2 * * *', '0 0 * * *', '*/20 * * * *', '30 1,2,23 * * *'].map(
+      ['17 */2 * * *', '*/30 1,2,23 * * *', '*/20 * * * *', '0 0 * * *', '30 1,2,23 * * *', '0,40 0-23/2 * * *'].map(
         (expression) => [zone, change.slice(0, 20), expression] as const,
       ),
     ),
@@ -225,79 +261,17 @@ describe('CronSchedule: latestTick and countTicks agree with walking the ticks',
   });
 });
 
-describe('CronTicker', () => {
-  const everyFiveMinutes = new CronSchedule('*/5 * * * *', 'Europe/Berlin');
-
-  it('stands for the expected tick when the timer fires on time, a little late or a little early', () => {
-    const ticker = new CronTicker(everyFiveMinutes, t('2026-01-01T10:02:00Z'));
-    expect(ticker.fire(t('2026-01-01T10:05:00.004Z'))).toEqual({ tick: t('2026-01-01T10:05:00Z'), missed: 0 });
-    expect(ticker.fire(t('2026-01-01T10:14:00Z'))).toEqual({ tick: t('2026-01-01T10:10:00Z'), missed: 0 });
-    expect(ticker.fire(t('2026-01-01T10:14:59.990Z'))).toEqual({ tick: t('2026-01-01T10:15:00Z'), missed: 0 });
-    expect(ticker.next).toEqual(t('2026-01-01T10:20:00Z'));
-  });
-
-  it('ignores a fire long before the expected tick', () => {
-    const ticker = new CronTicker(everyFiveMinutes, t('2026-01-01T10:02:00Z'));
-    expect(ticker.fire(t('2026-01-01T10:03:00Z'))).toBeNull();
-    expect(ticker.next).toEqual(t('2026-01-01T10:05:00Z'));
-  });
-
-  it('after a stall enqueues the latest due tick and counts the ones it skipped', () => {
-    const perSecond = new CronSchedule('* * * * * *', 'UTC');
-    const ticker = new CronTicker(perSecond, t('2026-01-01T10:00:00.100Z'));
-    // A 2.2 s stall: ticks 10:00:01 and 10:00:02 fell due, the timer fires at 10:00:03.3.
-    expect(ticker.fire(t('2026-01-01T10:00:03.300Z'))).toEqual({
-      tick: t('2026-01-01T10:00:03Z'),
-      missed: 2,
-      missedFrom: t('2026-01-01T10:00:01Z'),
-      missedTo: t('2026-01-01T10:00:02Z'),
-    });
-    expect(ticker.next).toEqual(t('2026-01-01T10:00:04Z'));
-  });
-
-  it('catches up 30 days of a per-second schedule without walking its 2.6 million ticks', () => {
-    // Walking every tick (as the old tickFor did, ~150 µs each) would take minutes; this is 30 day-steps.
-    const perSecond = new CronSchedule('* * * * * *', 'Europe/Berlin');
-    const ticker = new CronTicker(perSecond, t('2024-10-01T00:00:00Z'));
-    const due = ticker.fire(t('2024-10-31T00:00:00.500Z'));
-    expect(due).toEqual({
-      tick: t('2024-10-31T00:00:00Z'),
-      missed: 30 * 86_400 - 1,
-      missedFrom: t('2024-10-01T00:00:01Z'),
-      missedTo: t('2024-10-30T23:59:59Z'),
-    });
-  });
-
-  it('catches up 30 days of a 5-minute fixed-hour schedule across a clock change, counting each time once', () => {
-    const schedule = new CronSchedule('*/5 2 * * *', 'Europe/Berlin'); // 12 a day; 02:xx is repeated on 10-27
-    const ticker = new CronTicker(schedule, t('2024-10-10T12:00:00Z'));
-    const due = ticker.fire(t('2024-11-09T12:00:00Z'));
-    expect(due?.tick).toEqual(t('2024-11-09T01:55:00Z'));
-    expect(due?.missed).toBe(30 * 12 - 1);
-  });
-
-  it('gives two instances the same tick for one occurrence, on either side of a clock change', () => {
-    // Daily 01:30 New York; on 2024-11-03 01:30 is shown at 05:30Z (EDT) and again at 06:30Z (EST).
-    const schedule = new CronSchedule('30 1 * * *', 'America/New_York');
-    const onTime = new CronTicker(schedule, t('2024-11-02T12:00:00Z'));
-    const late = new CronTicker(schedule, t('2024-11-02T12:00:00Z'));
-    expect(onTime.fire(t('2024-11-03T05:30:00.010Z'))?.tick).toEqual(t('2024-11-03T05:30:00Z'));
-    expect(late.fire(t('2024-11-03T06:05:00Z'))).toEqual({ tick: t('2024-11-03T05:30:00Z'), missed: 0 });
-    // An instance started during the repeated hour does not fire 01:30 again.
-    expect(new CronTicker(schedule, t('2024-11-03T06:10:00Z')).next).toEqual(t('2024-11-04T06:30:00Z'));
-  });
-});
-
 describe('CronFields', () => {
   it('reads the cron package parse, including aliases, presets and the either-day rule', () => {
-    const weekdaysAtNine = new CronFields('0 9 * * mon-fri');
+    const fields = (expression: string) => new CronFields(parseCron(expression));
+    const weekdaysAtNine = fields('0 9 * * mon-fri');
     expect(weekdaysAtNine.nextAtOrAfter(Date.UTC(2026, 0, 3))).toBe(Date.UTC(2026, 0, 5, 9)); // Sat → Mon
-    const daily = new CronFields('@daily');
+    const daily = fields('@daily');
     expect(daily.previousAtOrBefore(Date.UTC(2026, 0, 3, 5))).toBe(Date.UTC(2026, 0, 3));
     // Day 1 of the month or any Sunday (both day fields restricted).
-    const either = new CronFields('0 0 1 * 0');
+    const either = fields('0 0 1 * 0');
     expect(either.nextAtOrAfter(Date.UTC(2026, 0, 2))).toBe(Date.UTC(2026, 0, 4));
     expect(either.countBetween(Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 31))).toBe(4); // Sundays 4, 11, 18, 25
-    expect(new CronFields('0-58 * * * * *').countBetween(0, 60_000)).toBe(59);
+    expect(fields('0-58 * * * * *').countBetween(0, 60_000)).toBe(59);
   });
 });
