@@ -1,8 +1,8 @@
 import { JobsError } from './jobs.error';
 
 /**
- * A unique index that is not one of the library's (the application's own) rejected a job: the job was not stored, or
- * not revived. The message names the index, so the clash can be told apart from dedupe, which never throws.
+ * A unique index this version does not use (the application's own, or an older version's `dedupe`) rejected a job:
+ * the job was not stored, or not revived. The message names the index, so the clash cannot pass for a dedupe.
  */
 export class UniqueIndexRejectedJobError extends JobsError {
   constructor(
@@ -14,8 +14,9 @@ export class UniqueIndexRejectedJobError extends JobsError {
   ) {
     super(
       `Job "${jobName}" cannot be stored: the unique index ${indexName === null ? '(unnamed)' : `"${indexName}"`} on ` +
-        `collection "${collectionName}" already holds a job with the same value. It is not an index of this library ` +
-        '(dedupe keys use "dedupe_scope" and return the live job instead); change the job, or drop or relax that index.',
+        `collection "${collectionName}" already holds a job with the same value. This version of the library does ` +
+        'not use that index (dedupe keys use "dedupe_scope" and return the live job instead); change the job, or ' +
+        'drop or relax that index.',
       options,
     );
   }
