@@ -1,6 +1,7 @@
 export { JobHandler } from './decorators/job-handler.decorator';
 export type { JobHandlerOptions } from './decorators/job-handler.options';
 export { DedupeConflictError } from './errors/dedupe-conflict.error';
+export { DedupeKeyContendedError } from './errors/dedupe-key-contended.error';
 export { DuplicateJobHandlerError } from './errors/duplicate-job-handler.error';
 export { IndexConflictError } from './errors/index-conflict.error';
 export { IndexSetupTimeoutError } from './errors/index-setup-timeout.error';
@@ -15,6 +16,8 @@ export { JobsModuleImportedTwiceError } from './errors/jobs-module-imported-twic
 export { LeaseLostError } from './errors/lease-lost.error';
 export { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error';
 export { RequestScopedJobHandlerError } from './errors/request-scoped-job-handler.error';
+export { RetryContendedError } from './errors/retry-contended.error';
+export { UniqueIndexRejectedJobError } from './errors/unique-index-rejected-job.error';
 export { UnknownJobError } from './errors/unknown-job.error';
 export { UnrecoverableJobError } from './errors/unrecoverable-job.error';
 export { WorkerShutdownError } from './errors/worker-shutdown.error';

@@ -16,7 +16,7 @@ import type { JobsWorkerStatus } from './health/jobs-worker-status';
 import type { EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
-import { JobsRepository, type NewJobDocument } from './persistence/jobs.repository';
+import { JobsRepository } from './persistence/jobs.repository';
 import { now } from './utils/clock';
 import { parseJobId } from './utils/job-id';
 
@@ -43,8 +43,11 @@ export class JobsService {
   }
 
   /**
-   * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored.
+   * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored. With a
+   * `dedupeKey` held by a pending or running job of the same name, returns that job and stores nothing.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
+   * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
+   * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
    * @example await jobs.enqueue('email.send', { to: 'a@example.com' }, { delayMs: 60_000, dedupeKey: 'welcome:42' });
    */
   async enqueue<TPayload = unknown>(
@@ -53,7 +56,7 @@ export class JobsService {
     options: EnqueueOptions = {},
   ): Promise<JobRecord<TPayload>> {
     const doc = this.documents.build(name, payload, options);
-    const stored = await this.insert(doc);
+    const stored = await this.repository.insert(doc);
     this.runner.notifyEnqueued();
     this.emitEnqueued(stored);
     return toJobRecord<TPayload>(stored);
@@ -63,14 +66,14 @@ export class JobsService {
    * Stores many jobs in one bulk insert, returned in input order. All items are validated first; with a
    * `dedupeKey` already held by a pending or running job of the same name (or repeated in the batch), the holder is
    * returned for that item.
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
+   * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored.
    */
   async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<JobRecord<TPayload>[]> {
     if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
     const docs = items.map((item) => this.documents.build(item?.name, item?.payload, item?.options ?? {}));
     if (docs.length === 0) return [];
-    const { ids, duplicateIndexes } = await this.repository.insertMany(docs);
-    const results: JobDocument[] = docs.map((doc, index) => ({ ...doc, _id: ids.get(index) }) as JobDocument);
-    for (const index of duplicateIndexes) results[index] = await this.insert(docs[index]);
+    const results = await this.repository.insertMany(docs);
     this.runner.notifyEnqueued();
     for (const doc of results) this.emitEnqueued(doc);
     return results.map((doc) => toJobRecord<TPayload>(doc));
@@ -108,6 +111,7 @@ export class JobsService {
    * @throws InvalidJobIdError
    * @throws DedupeConflictError when another pending or running job of the same name holds its dedupe key; nothing
    * changes.
+   * @throws RetryContendedError when the job changed between retry's read and write at every try; nothing changes.
    */
   async retry(id: string): Promise<JobRecord | null> {
     const result = await this.repository.retry(requireJobId(id), now());
@@ -170,13 +174,6 @@ export class JobsService {
 
   private emitEnqueued(doc: JobDocument): void {
     this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
-  }
-
-  /** Inserts, or with a dedupe key held by a live job of the same name, returns that job. */
-  private async insert(doc: NewJobDocument): Promise<JobDocument> {
-    const { dedupeScope } = doc;
-    if (dedupeScope === undefined) return this.repository.insert(doc);
-    return this.repository.insertDeduped({ ...doc, dedupeScope });
   }
 }
 

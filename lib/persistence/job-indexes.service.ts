@@ -8,9 +8,9 @@ import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from '.
 import { JobsRepository } from './jobs.repository';
 
 /**
- * Bootstrap step: creates the collection's indexes, drops the old global dedupe index (and then scopes the live
- * dedupe keys older versions left), and refuses to start unless every index an exactly-once promise depends on is in
- * force — all within `indexSetupTimeoutMs`, never hanging.
+ * Bootstrap step: creates the collection's indexes, refuses to start unless every index an exactly-once promise depends
+ * on is in force, scopes the live dedupe keys older versions left, then drops the old global dedupe index — all within
+ * `indexSetupTimeoutMs`, never hanging.
  */
 @Injectable()
 export class JobIndexes implements OnModuleInit {
@@ -31,12 +31,6 @@ export class JobIndexes implements OnModuleInit {
   private async setUp(): Promise<void> {
     const failures = await this.repository.createDeclaredIndexes();
     const indexes = await this.repository.listIndexes();
-    const legacy = indexes.filter(isLegacyDedupeIndex);
-    for (const index of legacy) {
-      // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
-      await this.repository.dropIndex(index.name);
-      this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
-    }
     for (const guarantee of GUARANTEE_INDEXES) {
       const found = guaranteeIndexProblem(guarantee, indexes);
       if (found) {
@@ -48,8 +42,18 @@ export class JobIndexes implements OnModuleInit {
       failures.delete(guarantee.name);
     }
     for (const error of failures.values()) throw error;
-    // Only where an older version ran: the scan reads every live job, too much for every start.
-    if (legacy.length > 0) await this.scopeLegacyKeys();
+    // The old index is the only sign that older versions' rows may lack a scope, so it goes only after they got one:
+    // a start that fails before the drop scopes them on the next start. While it exists it keeps live keys globally
+    // unique, so live rows cannot clash with each other. Only where an older version ran: the scan reads every live job.
+    const legacy = indexes.filter(isLegacyDedupeIndex);
+    if (legacy.length === 0) return;
+    await this.scopeLegacyKeys();
+    for (const index of legacy) {
+      // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
+      if (await this.repository.dropIndex(index.name)) {
+        this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
+      }
+    }
   }
 
   private async scopeLegacyKeys(): Promise<void> {

@@ -22,7 +22,7 @@ export interface JobDocument {
   dedupeKey?: string;
   /** `dedupeScope(name, dedupeKey)` while the job is pending or running; what the unique index enforces. */
   dedupeScope?: string;
-  /** `cron:<name>:<tick ISO>` of a scheduled job; unlike dedupeKey never released, so a tick runs once. */
+  /** `cron:<name>:<tick ISO>` of a scheduled job; unlike dedupeScope never unset, so a tick runs once. */
   scheduleKey?: string;
   createdAt: Date;
   updatedAt: Date;

@@ -1,18 +1,26 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo, type Types } from 'mongoose';
+import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
+import { RetryContendedError } from '../errors/retry-contended.error';
+import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
 import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
 import { dedupeScope } from './dedupe-scope';
-import type { IndexInfo } from './guarantee-indexes';
+import { DEDUPE_SCOPE_INDEX, type IndexInfo } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
 import type { JobAttempt, JobStatus } from './job.types';
 
 /** Fields that only mean something while a job is `running`. */
 const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
 /**
- * Leaving pending/running also frees the dedupe scope, so the same key can be enqueued again. The user's
- * `dedupeKey` stays on the row (display, and `retry` takes the scope back).
+ * Unset when a job finishes (completed, dead, failed): the lock, and the dedupe scope, so the same key can be enqueued
+ * again. The user's `dedupeKey` stays on the row (display, and `retry` takes the scope back).
  */
 const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeScope: '' } as const;
+/**
+ * Unset by cancel: like RELEASED_FIELDS but `lockedUntil` stays, the deadline until which a cancelled run's owner
+ * elsewhere may still run (`retry` makes the job due no earlier).
+ */
+const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '' } as const;
 const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
 const RECLAIM_SORT = { lockedUntil: 1, _id: 1 } as const;
 const LIVE: JobStatus[] = ['pending', 'running'];
@@ -84,11 +92,10 @@ export class JobsRepository {
       try {
         totals.scoped += (await this.collection.bulkWrite(ops, { ordered: false })).modifiedCount;
       } catch (error) {
-        if (!(error instanceof mongo.MongoBulkWriteError)) throw error;
-        const writeErrors = [error.writeErrors].flat();
-        if (writeErrors.some((e) => e.code !== DUPLICATE_KEY)) throw error;
-        totals.scoped += error.result.modifiedCount;
-        totals.clashes += writeErrors.length;
+        const duplicates = duplicateKeyErrorsOnly(error);
+        if (!duplicates) throw error;
+        totals.scoped += duplicates.bulk.result.modifiedCount;
+        totals.clashes += duplicates.writeErrors.length;
       }
     };
     for await (const row of rows) {
@@ -116,73 +123,112 @@ export class JobsRepository {
     }
   }
 
+  /**
+   * Stores a job. One with a dedupe scope that a pending or running job of its name holds is not stored: that job is
+   * resolved instead.
+   * @throws UniqueIndexRejectedJobError when another unique index (the application's) rejects it.
+   * @throws DedupeKeyContendedError when its key keeps changing hands.
+   */
   async insert(doc: NewJobDocument): Promise<JobDocument> {
-    const { insertedId } = await this.collection.insertOne(doc as JobDocument, INSERT_OPTIONS);
-    return { ...doc, _id: insertedId } as JobDocument;
+    const scope = doc.dedupeScope;
+    if (scope === undefined) {
+      try {
+        return await this.insertOne(doc);
+      } catch (error) {
+        throw codeOf(error) === DUPLICATE_KEY ? this.rejected(error, doc, error) : error;
+      }
+    }
+    return this.insertDeduped(doc, scope);
   }
 
   /** Inserts a scheduled tick's job; null when that tick's job already exists (another instance was first). */
   async insertScheduled(doc: NewJobDocument & { scheduleKey: string }): Promise<JobDocument | null> {
     try {
-      return await this.insert(doc);
+      return await this.insertOne(doc);
     } catch (error) {
       if (codeOf(error) === DUPLICATE_KEY) return null;
       throw error;
     }
   }
 
-  /** Inserts a job with a dedupe scope, or resolves the pending/running job of its name that holds the key. */
-  async insertDeduped(doc: NewJobDocument & { dedupeScope: string }): Promise<JobDocument> {
-    let duplicate: unknown;
-    for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
-      try {
-        // A copy each time: the driver writes the generated _id into the object it inserts.
-        return await this.insert({ ...doc });
-      } catch (error) {
-        if (codeOf(error) !== DUPLICATE_KEY) throw error;
-        duplicate = error;
-      }
-      const holder = await this.findLiveHolder(doc.dedupeScope);
-      if (holder) return holder;
-      // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
-      await this.freeStaleScope(doc.dedupeScope);
-    }
-    throw new Error(
-      `Could not enqueue job "${doc.name}" with dedupeKey "${doc.dedupeKey}": the key kept changing hands, ` +
-        'or another unique index rejects it (see cause)',
-      { cause: duplicate },
-    );
-  }
-
-  /** Inserts in one bulk write; with `ordered: false` the non-duplicate documents land even when some keys clash. */
-  async insertMany(docs: NewJobDocument[]): Promise<{ ids: Map<number, Types.ObjectId>; duplicateIndexes: number[] }> {
-    const ids = new Map<number, Types.ObjectId>();
+  /**
+   * Stores many jobs as `insert` does each, in one bulk write and one look-up of the holders of clashing keys;
+   * resolves them in input order. With `ordered: false` the other documents land even when some keys clash.
+   * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `insert` (the documents before it may be stored).
+   */
+  async insertMany(docs: NewJobDocument[]): Promise<JobDocument[]> {
+    // Copies: the driver writes the generated _id into the objects it inserts.
+    const copies = docs.map((doc) => ({ ...doc }) as JobDocument);
+    let clashing: number[] = [];
     try {
-      const result = await this.collection.insertMany(docs as JobDocument[], { ...INSERT_OPTIONS, ordered: false });
-      for (const [index, id] of Object.entries(result.insertedIds)) ids.set(Number(index), id);
-      return { ids, duplicateIndexes: [] };
+      await this.collection.insertMany(copies, { ...INSERT_OPTIONS, ordered: false });
     } catch (error) {
-      // Only dedupe-key clashes are expected here (the caller resolves them with insertDeduped); anything else throws.
-      if (!(error instanceof mongo.MongoBulkWriteError)) throw error;
-      const writeErrors = [error.writeErrors].flat();
-      if (writeErrors.length === 0 || writeErrors.some((e) => e.code !== DUPLICATE_KEY)) throw error;
-      const failed = new Set(writeErrors.map((e) => e.index));
-      for (const [index, id] of Object.entries(error.insertedIds ?? {})) {
-        if (!failed.has(Number(index))) ids.set(Number(index), id as Types.ObjectId);
+      const duplicates = duplicateKeyErrorsOnly(error);
+      if (!duplicates) throw error;
+      for (const clash of duplicates.writeErrors) {
+        const doc = docs[clash.index];
+        if (doc.dedupeScope === undefined || !isScopeClash(clash)) throw this.rejected(clash, doc, error);
       }
-      return { ids, duplicateIndexes: [...failed] };
+      clashing = duplicates.writeErrors.map((e) => e.index);
     }
+    const results: JobDocument[] = copies;
+    if (clashing.length === 0) return results;
+    const scopes = [...new Set(clashing.map((index) => docs[index].dedupeScope as string))];
+    const holders = new Map((await this.findLiveHolders(scopes)).map((job) => [job.dedupeScope as string, job]));
+    for (const index of clashing) {
+      const scope = docs[index].dedupeScope as string;
+      let holder = holders.get(scope);
+      if (!holder) {
+        // The holder finished between the bulk write and the look-up: the first such item takes the key again.
+        holder = await this.insertDeduped(docs[index], scope);
+        holders.set(scope, holder);
+      }
+      results[index] = holder;
+    }
+    return results;
   }
 
   findById(id: Types.ObjectId): Promise<JobDocument | null> {
     return this.collection.findOne({ _id: id });
   }
 
-  /** The pending or running job holding a dedupe scope (the unique index allows only one). */
-  private findLiveHolder(scope: string): Promise<JobDocument | null> {
-    return this.collection.findOne({ dedupeScope: scope, status: { $in: LIVE } });
+  /** A copy of `doc` inserted as it is, with its new _id. */
+  private async insertOne(doc: NewJobDocument): Promise<JobDocument> {
+    // A copy: the driver writes the generated _id into the object it inserts.
+    const copy = { ...doc } as JobDocument;
+    await this.collection.insertOne(copy, INSERT_OPTIONS);
+    return copy;
   }
 
+  /** Inserts a job with a dedupe scope, or resolves the pending/running job of its name that holds the key. */
+  private async insertDeduped(doc: NewJobDocument, scope: string): Promise<JobDocument> {
+    let clash: unknown;
+    for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
+      try {
+        return await this.insertOne(doc);
+      } catch (error) {
+        if (codeOf(error) !== DUPLICATE_KEY) throw error;
+        if (!isScopeClash(error)) throw this.rejected(error, doc, error);
+        clash = error;
+      }
+      const [holder] = await this.findLiveHolders([scope]);
+      if (holder) return holder;
+      // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
+      await this.freeStaleScope(scope);
+    }
+    throw new DedupeKeyContendedError(doc.name, doc.dedupeKey as string, DEDUPE_WRITE_TRIES, { cause: clash });
+  }
+
+  /** A duplicate key on an index that is not the dedupe scope's: named, so it cannot pass for a dedupe. */
+  private rejected(clash: unknown, doc: Pick<NewJobDocument, 'name'>, cause: unknown): UniqueIndexRejectedJobError {
+    const indexName = clashedIndex(clash).name ?? null;
+    return new UniqueIndexRejectedJobError(this.collection.collectionName, indexName, doc.name, { cause });
+  }
+
+  /** The pending or running jobs holding these dedupe scopes (the unique index allows one per scope). */
+  private findLiveHolders(scopes: string[]): Promise<JobDocument[]> {
+    return this.collection.find({ dedupeScope: { $in: scopes }, status: { $in: LIVE } }).toArray();
+  }
   /**
    * Unsets a scope that a finished row still carries. Only a worker of an older version (which knew no scope)
    * finishes a job without freeing it; a live row never matches, so this cannot take a key from its holder.
@@ -368,7 +414,7 @@ export class JobsRepository {
   cancel(id: Types.ObjectId, now: Date): Promise<JobDocument | null> {
     return this.collection.findOneAndUpdate(
       { _id: id, status: { $in: LIVE } },
-      { $set: { status: 'cancelled', finishedAt: now, updatedAt: now }, $unset: { lockedBy: '', dedupeScope: '' } },
+      { $set: { status: 'cancelled', finishedAt: now, updatedAt: now }, $unset: CANCELLED_FIELDS },
       { returnDocument: 'after' },
     );
   }
@@ -386,11 +432,11 @@ export class JobsRepository {
       const runAt = row.lockedUntil !== undefined && row.lockedUntil > now ? row.lockedUntil : now;
       try {
         const revived = await this.collection.findOneAndUpdate(
-          // Only the row as read: runAt was computed from the deadline it still has.
+          // Only the row as read where runAt depends on it: its state and the deadline runAt was computed from (the
+          // scope depends on name and key, which never change). Other writes to the row do not force another try.
           {
             _id: id,
             status: row.status,
-            updatedAt: row.updatedAt,
             lockedUntil: row.lockedUntil === undefined ? { $exists: false } : row.lockedUntil,
           },
           {
@@ -401,13 +447,14 @@ export class JobsRepository {
         );
         if (revived) return { kind: 'revived', job: revived };
       } catch (error) {
-        if (scope === undefined || codeOf(error) !== DUPLICATE_KEY) throw error;
-        const holder = await this.findLiveHolder(scope);
+        if (codeOf(error) !== DUPLICATE_KEY) throw error;
+        if (scope === undefined || !isScopeClash(error)) throw this.rejected(error, row, error);
+        const [holder] = await this.findLiveHolders([scope]);
         if (holder) return { kind: 'conflict', job: row, holder };
         await this.freeStaleScope(scope);
       }
     }
-    throw new Error(`Could not retry job ${id.toHexString()}: it kept changing under the retry`);
+    throw new RetryContendedError(id.toHexString(), DEDUPE_WRITE_TRIES);
   }
 
   async countByStatus(): Promise<Map<JobStatus, number>> {
@@ -478,6 +525,43 @@ function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.Upda
 
 function codeOf(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
+}
+
+/** The write errors of a bulk write that failed only on duplicate keys (the other writes landed); else undefined. */
+function duplicateKeyErrorsOnly(
+  error: unknown,
+): { bulk: mongo.MongoBulkWriteError; writeErrors: mongo.WriteError[] } | undefined {
+  if (!(error instanceof mongo.MongoBulkWriteError)) return undefined;
+  const writeErrors = [error.writeErrors].flat();
+  if (writeErrors.length === 0 || writeErrors.some((e) => e.code !== DUPLICATE_KEY)) return undefined;
+  return { bulk: error, writeErrors };
+}
+
+/**
+ * The index a duplicate-key error names and its key fields: from the driver's `keyPattern` when the server sent one,
+ * else from the message, which every supported server words `... index: <name> dup key: { <field>: ... }`.
+ */
+function clashedIndex(error: unknown): { name?: string; fields?: string[] } {
+  const { errmsg, message, keyPattern } = (error ?? {}) as {
+    errmsg?: unknown;
+    message?: unknown;
+    keyPattern?: unknown;
+  };
+  const text = String(errmsg ?? message ?? '');
+  const name = /index: (\S+)/.exec(text)?.[1];
+  if (keyPattern !== null && typeof keyPattern === 'object') return { name, fields: Object.keys(keyPattern) };
+  const field = /dup key: \{ ?"?([^":\s]+)"?\s*:/.exec(text)?.[1];
+  return { name, fields: field === undefined ? undefined : [field] };
+}
+
+/**
+ * A duplicate key on the dedupe scope, under whatever index name enforces it. A message we cannot read counts as one:
+ * the bounded tries of insertDeduped then end in DedupeKeyContendedError, with the clash as its cause.
+ */
+function isScopeClash(error: unknown): boolean {
+  const { name, fields } = clashedIndex(error);
+  if (fields) return fields.length === 1 && fields[0] === DEDUPE_SCOPE_INDEX.field;
+  return name === undefined || name === DEDUPE_SCOPE_INDEX.name;
 }
 
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

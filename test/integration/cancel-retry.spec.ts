@@ -74,4 +74,23 @@ describe('cancel then retry of a running job', () => {
     expect(starts[1].at).toBeGreaterThanOrEqual(deadline.getTime());
     expect(starts[0].abortedWith).toMatchObject({ name: 'JobCancelledError' });
   });
+
+  it('runNow does not start the retried job before the old owner lease runs out', async () => {
+    starts.length = 0;
+    const job = await a.jobs.enqueue('hold', null);
+    await waitFor(() => starts.length === 1, 'first start');
+    const owner = starts[0].lockId.startsWith('A') ? a : b;
+    const other = owner === a ? b : a;
+    await other.jobs.cancel(job.id);
+    const retried = await other.jobs.retry(job.id);
+    for (const app of [other, owner]) {
+      expect(await app.jobs.runNow(job.id)).toMatchObject({
+        kind: 'conflict',
+        reason: 'not_due',
+        job: { status: 'pending', runAt: retried?.runAt },
+      });
+    }
+    expect(starts).toHaveLength(1);
+    await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'the retried run');
+  });
 });

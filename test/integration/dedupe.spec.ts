@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
-import { Types } from 'mongoose';
+import { type Connection, Types } from 'mongoose';
 import { JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
@@ -117,5 +117,139 @@ describe('dedupeKey', () => {
     const fresh = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' });
     expect(fresh.id).not.toBe(job.id);
     expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' })).id).toBe(fresh.id);
+  });
+
+  it('retry frees a scope that a worker of an older version left on a finished job, and takes the key back', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:2' });
+    await a.jobs.cancel(job.id);
+    const other = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:2' });
+    // An older version's completion of the other job: it unsets dedupeKey but leaves dedupeScope behind.
+    await a.connection
+      .collection('jobs')
+      .updateOne({ _id: new Types.ObjectId(other.id) }, { $set: { status: 'completed' }, $unset: { dedupeKey: '' } });
+    expect(await a.jobs.retry(job.id)).toMatchObject({ id: job.id, status: 'pending', dedupeKey: 'stale:2' });
+    expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:2' })).id).toBe(job.id);
+  });
+
+  it('enqueueMany resolves every held key with one insert and one lookup', async () => {
+    const commands: string[] = [];
+    const app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('dedupe_trips'),
+      options: { worker: false },
+      providers: [DedupeHandlers],
+      mongoose: {
+        monitorCommands: true,
+        connectionFactory: (connection: Connection) => {
+          connection.getClient().on('commandStarted', (event) => commands.push(event.commandName));
+          return connection;
+        },
+      },
+    });
+    try {
+      const keys = ['trip:1', 'trip:2', 'trip:3'];
+      const held = await app.jobs.enqueueMany(keys.map((dedupeKey) => ({ name: 'sync', options: { dedupeKey } })));
+      commands.length = 0;
+      const again = await app.jobs.enqueueMany(keys.map((dedupeKey) => ({ name: 'sync', options: { dedupeKey } })));
+      expect(again.map((job) => job.id)).toEqual(held.map((job) => job.id));
+      expect(commands).toEqual(['insert', 'find']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it.each([
+    { how: 'enqueue with a dedupeKey', key: 'order:1' },
+    { how: 'enqueue without a dedupeKey', key: undefined },
+  ])('names a unique index of the application that rejects a job ($how)', async ({ key }) => {
+    const [a] = producers;
+    const index = `order_unique_${key ? 'keyed' : 'plain'}`;
+    await a.connection
+      .collection('jobs')
+      .createIndex({ 'payload.order': 1 }, { name: index, unique: true, sparse: true });
+    try {
+      const order = { order: index };
+      await a.jobs.enqueue('mail', order, { dedupeKey: key });
+      const again = key === undefined ? undefined : `${key}:again`;
+      const expected = { name: 'UniqueIndexRejectedJobError', indexName: index, jobName: 'mail' };
+      await expect(a.jobs.enqueue('mail', order, { dedupeKey: again })).rejects.toMatchObject(expected);
+      await expect(
+        a.jobs.enqueueMany([{ name: 'mail', payload: order, options: { dedupeKey: again } }]),
+      ).rejects.toMatchObject(expected);
+    } finally {
+      await a.connection.collection('jobs').dropIndex(index);
+    }
+  });
+
+  it('retry is not repeated, nor refused, for writes to the row that leave its state and deadline alone', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'touched:1' });
+    await a.jobs.cancel(job.id);
+    const { repository } = a;
+    const findById = repository.findById.bind(repository);
+    let reads = 0;
+    // Every read by retry is followed by an unrelated write to the row (as a dashboard's note or a migration would).
+    repository.findById = async (id) => {
+      reads += 1;
+      const row = await findById(id);
+      await a.connection
+        .collection('jobs')
+        .updateOne({ _id: id }, { $set: { updatedAt: new Date(Date.now() + reads) } });
+      return row;
+    };
+    try {
+      expect(await a.jobs.retry(job.id)).toMatchObject({ id: job.id, status: 'pending' });
+      expect(reads).toBe(1);
+    } finally {
+      repository.findById = findById;
+    }
+  });
+
+  it('two processes retrying one job at once: one write, and both return the same row', async () => {
+    const dbName = uniqueDatabaseName('dedupe_retry_race');
+    let revivingWrites = 0;
+    const countWrites = (connection: Connection) => {
+      connection.getClient().on('commandSucceeded', (event) => {
+        const reply = event.reply as { value?: { status?: string }; lastErrorObject?: { n?: number } };
+        if (
+          event.commandName === 'findAndModify' &&
+          reply.lastErrorObject?.n === 1 &&
+          reply.value?.status === 'pending'
+        )
+          revivingWrites += 1;
+      });
+      return connection;
+    };
+    const boot = () =>
+      createJobsTestApp({
+        dbName,
+        options: { worker: false },
+        providers: [DedupeHandlers],
+        mongoose: { monitorCommands: true, connectionFactory: countWrites },
+      });
+    const apps = [await boot(), await boot()];
+    try {
+      // Both read the cancelled row before either writes.
+      let arrived = 0;
+      const bothRead = deferred();
+      for (const app of apps) {
+        const findById = app.repository.findById.bind(app.repository);
+        app.repository.findById = async (id) => {
+          const row = await findById(id);
+          arrived += 1;
+          if (arrived === 2) bothRead.resolve();
+          await bothRead.promise;
+          return row;
+        };
+      }
+      const job = await apps[0].jobs.enqueue('sync', null, { dedupeKey: 'race:1' });
+      await apps[0].jobs.cancel(job.id);
+      const [first, second] = await Promise.all(apps.map((app) => app.jobs.retry(job.id)));
+      expect(revivingWrites).toBe(1);
+      expect(first).toMatchObject({ id: job.id, status: 'pending', dedupeKey: 'race:1' });
+      expect(second).toEqual(first);
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+    }
   });
 });

@@ -1,5 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Logger } from '@nestjs/common';
 import type { MongoClient } from 'mongodb';
+import type { Connection } from 'mongoose';
+import { JobIndexes } from '../../lib/persistence/job-indexes.service';
 import { createJobsTestApp } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
@@ -93,6 +96,119 @@ describe('indexes the guarantees depend on', () => {
       );
     } finally {
       await app.close();
+    }
+  });
+
+  /** A pending keyed row as a version before per-name dedupe left it, under that version's global index. */
+  const seedOlderVersion = async (dbName: string) => {
+    const at = new Date();
+    const { insertedId } = await client.db(dbName).collection('jobs').insertOne({
+      name: 'sync',
+      payload: null,
+      status: 'pending',
+      runAt: at,
+      priority: 0,
+      attemptCount: 0,
+      maxAttempts: 5,
+      attempts: [],
+      dedupeKey: 'old',
+      fencingToken: 0,
+      createdAt: at,
+    });
+    await client
+      .db(dbName)
+      .collection('jobs')
+      .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+    return insertedId.toHexString();
+  };
+
+  it('keep the pending keys of an older version deduplicating when the first start after the upgrade fails', async () => {
+    const dbName = freshDb('idx_upgrade_retry');
+    const oldId = await seedOlderVersion(dbName);
+    await client.db(dbName).collection('jobs').createIndex({ scheduleKey: 1 }, { name: 'schedule' });
+    await expect(createJobsTestApp({ dbName, options: { worker: false } })).rejects.toMatchObject({
+      name: 'IndexConflictError',
+      indexName: 'schedule',
+    });
+    // The operator applies the fix the error names, and starts again.
+    await client.db(dbName).collection('jobs').dropIndex('schedule');
+    const app = await createJobsTestApp({ dbName, options: { worker: false } });
+    try {
+      expect((await app.jobs.enqueue('sync', null, { dedupeKey: 'old', strict: false })).id).toBe(oldId);
+      const names = (await client.db(dbName).collection('jobs').listIndexes().toArray()).map((index) => index.name);
+      expect(names).not.toContain('dedupe');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('log the drop of the old dedupe index only in the process that dropped it', async () => {
+    const dbName = freshDb('idx_drop_once');
+    const app = await createJobsTestApp({ dbName, options: { worker: false } });
+    const log = jest.spyOn(Logger.prototype, 'log');
+    try {
+      await client
+        .db(dbName)
+        .collection('jobs')
+        .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+      // Another process drops it between this one's listing and its own drop.
+      const dropIndex = app.repository.dropIndex.bind(app.repository);
+      app.repository.dropIndex = async (name) => {
+        await client.db(dbName).collection('jobs').dropIndex(name);
+        return dropIndex(name);
+      };
+      await app.get(JobIndexes).onModuleInit();
+      expect(log.mock.calls.map(([message]) => String(message))).not.toContainEqual(expect.stringMatching(/Dropped/));
+    } finally {
+      log.mockRestore();
+      await app.close();
+    }
+  });
+
+  it('fail bootstrap with IndexConflictError carrying the cause when a guarantee index cannot be created', async () => {
+    const dbName = freshDb('idx_uncreatable');
+    // Two rows of one tick: the unique schedule index cannot be built over them.
+    await client
+      .db(dbName)
+      .collection('jobs')
+      .insertMany([{ scheduleKey: 'cron:x:1' }, { scheduleKey: 'cron:x:1' }]);
+    const boot = createJobsTestApp({ dbName, options: { worker: false } });
+    await expect(boot).rejects.toMatchObject({
+      name: 'IndexConflictError',
+      indexName: 'schedule',
+      conflictingIndex: null,
+      cause: expect.objectContaining({ code: 11000 }),
+    });
+    await expect(boot).rejects.toThrow(/is missing .* could not be created \(.*duplicate key/s);
+  });
+
+  it('fail bootstrap with IndexSetupTimeoutError when the database stops answering during the old-key scan', async () => {
+    const dbName = freshDb('idx_scan_blackhole');
+    await seedOlderVersion(dbName);
+    const proxy = await TcpProxy.start(testMongoUri());
+    let scanSent = false;
+    try {
+      const boot = createJobsTestApp({
+        dbName,
+        uri: proxy.uri,
+        mongoose: {
+          monitorCommands: true,
+          // The indexes are in place; the database stops answering once the scan for old keys is sent.
+          connectionFactory: (connection: Connection) => {
+            connection.getClient().on('commandStarted', (event) => {
+              if (event.commandName !== 'find' || event.command.find !== 'jobs') return;
+              scanSent = true;
+              proxy.blackhole();
+            });
+            return connection;
+          },
+        },
+        options: { worker: false, indexSetupTimeoutMs: 1000 },
+      });
+      await expect(boot).rejects.toMatchObject({ name: 'IndexSetupTimeoutError', timeoutMs: 1000 });
+      expect(scanSent).toBe(true);
+    } finally {
+      await proxy.close();
     }
   });
 

@@ -1,0 +1,21 @@
+import { JobsError } from './jobs.error';
+
+/**
+ * `enqueue`/`enqueueMany` with a dedupe key found it held, then free, again and again: each time it looked, the holder
+ * had finished, and each time it inserted, another job had taken the key. Nothing was stored; enqueue again.
+ */
+export class DedupeKeyContendedError extends JobsError {
+  constructor(
+    readonly jobName: string,
+    readonly dedupeKey: string,
+    readonly tries: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `Could not enqueue job "${jobName}" with dedupeKey "${dedupeKey}": in ${tries} tries the key changed hands ` +
+        'between each insert and each look-up of its holder (jobs with this key finish as fast as they are ' +
+        'enqueued). Nothing was stored; enqueue again.',
+      options,
+    );
+  }
+}
