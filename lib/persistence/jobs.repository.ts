@@ -5,7 +5,7 @@ import { RetryContendedError } from '../errors/retry-contended.error';
 import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
 import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
 import { dedupeScope } from './dedupe-scope';
-import { DEDUPE_SCOPE_INDEX, type IndexInfo } from './guarantee-indexes';
+import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
 import type { JobAttempt, JobStatus } from './job.types';
 
@@ -146,8 +146,10 @@ export class JobsRepository {
     try {
       return await this.insertOne(doc);
     } catch (error) {
-      if (codeOf(error) === DUPLICATE_KEY) return null;
-      throw error;
+      if (codeOf(error) !== DUPLICATE_KEY) throw error;
+      // Only a clash on the tick's own key means another instance was first; an application's index is named.
+      if (isClashOn(error, SCHEDULE_INDEX)) return null;
+      throw this.rejected(error, doc, error);
     }
   }
 
@@ -167,7 +169,8 @@ export class JobsRepository {
       if (!duplicates) throw error;
       for (const clash of duplicates.writeErrors) {
         const doc = docs[clash.index];
-        if (doc.dedupeScope === undefined || !isScopeClash(clash)) throw this.rejected(clash, doc, error);
+        if (doc.dedupeScope === undefined || !isClashOn(clash, DEDUPE_SCOPE_INDEX))
+          throw this.rejected(clash, doc, error);
       }
       clashing = duplicates.writeErrors.map((e) => e.index);
     }
@@ -208,7 +211,7 @@ export class JobsRepository {
         return await this.insertOne(doc);
       } catch (error) {
         if (codeOf(error) !== DUPLICATE_KEY) throw error;
-        if (!isScopeClash(error)) throw this.rejected(error, doc, error);
+        if (!isClashOn(error, DEDUPE_SCOPE_INDEX)) throw this.rejected(error, doc, error);
         clash = error;
       }
       const [holder] = await this.findLiveHolders([scope]);
@@ -448,7 +451,7 @@ export class JobsRepository {
         if (revived) return { kind: 'revived', job: revived };
       } catch (error) {
         if (codeOf(error) !== DUPLICATE_KEY) throw error;
-        if (scope === undefined || !isScopeClash(error)) throw this.rejected(error, row, error);
+        if (scope === undefined || !isClashOn(error, DEDUPE_SCOPE_INDEX)) throw this.rejected(error, row, error);
         const [holder] = await this.findLiveHolders([scope]);
         if (holder) return { kind: 'conflict', job: row, holder };
         await this.freeStaleScope(scope);
@@ -555,13 +558,13 @@ function clashedIndex(error: unknown): { name?: string; fields?: string[] } {
 }
 
 /**
- * A duplicate key on the dedupe scope, under whatever index name enforces it. A message we cannot read counts as one:
- * the bounded tries of insertDeduped then end in DedupeKeyContendedError, with the clash as its cause.
+ * A duplicate key on a guarantee index's field, under whatever index name enforces it. A message we cannot read
+ * counts as one: for the dedupe scope, the bounded tries of insertDeduped then end in DedupeKeyContendedError.
  */
-function isScopeClash(error: unknown): boolean {
+function isClashOn(error: unknown, index: GuaranteeIndex): boolean {
   const { name, fields } = clashedIndex(error);
-  if (fields) return fields.length === 1 && fields[0] === DEDUPE_SCOPE_INDEX.field;
-  return name === undefined || name === DEDUPE_SCOPE_INDEX.name;
+  if (fields) return fields.length === 1 && fields[0] === index.field;
+  return name === undefined || name === index.name;
 }
 
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

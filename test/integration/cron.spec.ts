@@ -113,6 +113,24 @@ describe('cron handlers', () => {
     expect(sameTick).toBe(1);
   });
 
+  it('reports a tick that an application’s own unique index rejects, instead of taking it for a duplicate tick', async () => {
+    const dbName = uniqueDatabaseName('cron_foreign_index');
+    const app = await start(dbName, 'a');
+    await waitFor(() => runs.length >= 1, 'a first tick', 4_000);
+    // An application index that allows one job per name: every later tick clashes on it, not on its own key.
+    await app.connection.collection('jobs').deleteMany({});
+    await app.connection.collection('jobs').createIndex({ name: 1 }, { name: 'one_per_name', unique: true });
+    const handler = app.get(JobHandlerRegistry).get('every-second');
+    if (!handler) throw new Error('handler not registered');
+    const scheduler = app.get(JobsCronScheduler);
+    expect(await scheduler.enqueueTick(handler, new Date('2030-01-01T00:00:00Z'))).toBe(true);
+    await expect(scheduler.enqueueTick(handler, new Date('2030-01-01T00:00:01Z'))).rejects.toMatchObject({
+      name: 'UniqueIndexRejectedJobError',
+      indexName: 'one_per_name',
+    });
+    await app.connection.collection('jobs').dropIndex('one_per_name');
+  });
+
   it('inserts one job for an occurrence that two instances fire on either side of a clock change', async () => {
     // The instances' clocks (luxon's, which the library reads) run from a chosen instant at real speed.
     const setClock = (iso: string) => {
