@@ -146,6 +146,7 @@ export class JobsService {
    * Claims exactly this job, runs it in this process (regardless of `worker` and `runOnly`), and returns the row it
    * ended in. A `running` job whose lease ran out (its worker died) is taken over like a reclaim, with the lost
    * attempt counted; if that was its last attempt it is dead-lettered instead (`dead_lettered`) and nothing runs.
+   * A row the server refuses to claim as stored is set aside as `failed` (`not_started`, with the reason).
    * A job whose name has no handler in this process, one running under a live lease, one not yet due, or one
    * already finished is a conflict, and the row is left as it was.
    */
@@ -154,12 +155,19 @@ export class JobsService {
     if (!jobId) return { kind: 'not_found' };
     const taken = await this.claims.claimById(jobId);
     if (taken.kind === 'missed') return this.runNowConflict(jobId);
+    if (taken.kind === 'set_aside') return this.runNowSetAside(jobId, taken.reason);
     const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
     const after = await this.repository.findById(jobId);
     if (!after) return { kind: 'not_found' };
     if (outcome?.kind === 'not_started')
       return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
     return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+  }
+
+  /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
+  private async runNowSetAside(jobId: Types.ObjectId, reason: string): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    return doc ? { kind: 'not_started', reason, job: toJobRecord(doc) } : { kind: 'not_found' };
   }
 
   private async runNowConflict(jobId: Types.ObjectId): Promise<RunNowOutcome> {

@@ -112,11 +112,9 @@ describe('claims are limited to the names this process runs', () => {
       [bare, []],
       [a, ['a']],
     ] as const) {
-      const claimDue = jest.spyOn(app.repository, 'claimDue');
-      const reclaimExpired = jest.spyOn(app.repository, 'reclaimExpired');
+      const take = jest.spyOn(app.repository, 'take');
       expect(await app.get(JobClaimService).claimNext([...excluded])).toBeNull();
-      expect(claimDue).not.toHaveBeenCalled();
-      expect(reclaimExpired).not.toHaveBeenCalled();
+      expect(take).not.toHaveBeenCalled();
     }
     expect(await a.jobs.stats()).toMatchObject({ pending: 1, running: 0 });
   });
