@@ -44,6 +44,7 @@ export class JobsService {
 
   /**
    * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored.
+   * The returned record carries your payload as given (the same object); `findById` returns it as stored.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
    * @example await jobs.enqueue('email.send', { to: 'a@example.com' }, { delayMs: 60_000, dedupeKey: 'welcome:42' });
    */
@@ -56,7 +57,8 @@ export class JobsService {
     const stored = await this.insert(doc);
     this.runner.notifyEnqueued();
     this.emitEnqueued(stored);
-    return toJobRecord<TPayload>(stored);
+    // The dedupe holder of the key comes from the database; a fresh insert carries the caller's own payload.
+    return toJobRecord<TPayload>(stored, { payloadAsGiven: stored.payload === doc.payload });
   }
 
   /**

@@ -4,8 +4,9 @@ import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { raceTimeout } from '../utils/race-timeout';
-import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from './guarantee-indexes';
+import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes';
 import { JobsRepository } from './jobs.repository';
+import { isLegacyClaimIndex } from './legacy-claim-index';
 
 /**
  * Bootstrap step: creates the collection's indexes, drops the old global dedupe index (and then scopes the live
@@ -37,6 +38,7 @@ export class JobIndexes implements OnModuleInit {
       await this.repository.dropIndex(index.name);
       this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
     }
+    await this.dropLegacyClaimIndex(indexes);
     for (const guarantee of GUARANTEE_INDEXES) {
       const found = guaranteeIndexProblem(guarantee, indexes);
       if (found) {
@@ -50,6 +52,15 @@ export class JobIndexes implements OnModuleInit {
     for (const error of failures.values()) throw error;
     // Only where an older version ran: the scan reads every live job, too much for every start.
     if (legacy.length > 0) await this.scopeLegacyKeys();
+  }
+
+  /** The old claim index only costs writes now: `claim_by_name` serves every claim. */
+  private async dropLegacyClaimIndex(indexes: IndexInfo[]): Promise<void> {
+    for (const index of indexes.filter(isLegacyClaimIndex)) {
+      if (await this.repository.dropIndex(index.name)) {
+        this.logger.log(`Dropped the old claim index "${index.name}": claims use "claim_by_name" now`);
+      }
+    }
   }
 
   private async scopeLegacyKeys(): Promise<void> {
