@@ -129,6 +129,17 @@ describe('claims are limited to the names this process runs', () => {
     expect(runs.every((run) => run.worker === `${run.name}-pool`)).toBe(true);
   });
 
+  it("runNow runs a name this process's runOnly excludes (runOnly only scopes the poll loop)", async () => {
+    const light = await start(uniqueDatabaseName('run_now_run_only'), [PoolHandlers], {
+      workerId: 'light-only',
+      runOnly: ['light'],
+    });
+    const heavy = await light.jobs.enqueue('heavy');
+    const outcome = await light.jobs.runNow(heavy.id);
+    expect(outcome).toMatchObject({ kind: 'executed', job: { status: 'completed' } });
+    expect(runs).toEqual([{ name: 'heavy', worker: 'light-only' }]);
+  });
+
   it('fails bootstrap when runOnly names a job with no handler in this process', async () => {
     const error = await start(uniqueDatabaseName('run_only_bad'), [PoolHandlers], {
       runOnly: ['light', 'heavvy'],
