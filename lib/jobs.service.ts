@@ -44,7 +44,8 @@ export class JobsService {
 
   /**
    * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored. With a
-   * `dedupeKey` held by a pending or running job of the same name, returns that job and stores nothing.
+   * `dedupeKey` held by a pending or running job of the same name, returns that job and stores nothing. A fresh job's
+   * record carries your payload as given (the same object); `findById` returns it as stored.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
    * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
    * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
@@ -59,7 +60,8 @@ export class JobsService {
     const stored = await this.repository.insert(doc);
     this.runner.notifyEnqueued();
     this.emitEnqueued(stored);
-    return toJobRecord<TPayload>(stored);
+    // The dedupe holder of the key comes from the database; a fresh insert carries the caller's own payload.
+    return toJobRecord<TPayload>(stored, { payloadAsGiven: stored.payload === doc.payload });
   }
 
   /**
@@ -150,6 +152,7 @@ export class JobsService {
    * Claims exactly this job, runs it in this process (regardless of `worker` and `runOnly`), and returns the row it
    * ended in. A `running` job whose lease ran out (its worker died) is taken over like a reclaim, with the lost
    * attempt counted; if that was its last attempt it is dead-lettered instead (`dead_lettered`) and nothing runs.
+   * A row the server refuses to claim as stored is set aside as `failed` (`not_started`, with the reason).
    * A job whose name has no handler in this process, one running under a live lease, one not yet due, or one
    * already finished is a conflict, and the row is left as it was.
    */
@@ -158,12 +161,19 @@ export class JobsService {
     if (!jobId) return { kind: 'not_found' };
     const taken = await this.claims.claimById(jobId);
     if (taken.kind === 'missed') return this.runNowConflict(jobId);
+    if (taken.kind === 'set_aside') return this.runNowSetAside(jobId, taken.reason);
     const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
     const after = await this.repository.findById(jobId);
     if (!after) return { kind: 'not_found' };
     if (outcome?.kind === 'not_started')
       return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
     return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+  }
+
+  /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
+  private async runNowSetAside(jobId: Types.ObjectId, reason: string): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    return doc ? { kind: 'not_started', reason, job: toJobRecord(doc) } : { kind: 'not_found' };
   }
 
   private async runNowConflict(jobId: Types.ObjectId): Promise<RunNowOutcome> {

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import type { Types } from 'mongoose';
+import { Types } from 'mongoose';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
-import { isDocumentUpdateError } from '../persistence/database-errors';
+import { classifyWriteError, isDocumentUpdateError } from '../persistence/database-errors';
 import type { JobDocument } from '../persistence/job.schema';
-import { type ClaimScope, JobsRepository } from '../persistence/jobs.repository';
+import { type ClaimScope, type ClaimSource, JobsRepository } from '../persistence/jobs.repository';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
 import { LockIdSequence } from './lock-id';
@@ -19,26 +19,28 @@ export interface ClaimedJob {
   lockId: string;
 }
 
-/** What `claimById` did: claimed the row, dead-lettered it (its lost attempt was its last), or found nothing to take. */
+/**
+ * What `claimById` did: claimed the row, dead-lettered it (its lost attempt was its last), set it aside as `failed`
+ * (the server refuses to claim it as stored), or found nothing to take.
+ */
 export type ClaimByIdResult =
   | { kind: 'claimed'; claim: ClaimedJob }
   | { kind: 'dead_lettered'; doc: JobDocument }
+  | { kind: 'set_aside'; reason: string }
   | { kind: 'missed' };
 
-/** Facts for health checks about the poll loop's claims. */
-export interface ClaimHealth {
-  /** Claims in a row that threw (reset by any claim that did not). */
-  consecutiveFailures: number;
-  /** Message of the most recent claim that threw. */
-  lastFailure: string | null;
-}
+/**
+ * Rows refused by the server that one claim step sets aside with no claim in between; then the step throws, so a
+ * refusal that somehow holds for row after row turns health down instead of failing the queue a few rows a poll.
+ */
+const MAX_SET_ASIDE_PER_STEP = 5;
+/** Refused rows remembered in memory when the server refuses to mark them `failed` too (each one is in every claim's filter). */
+const SET_ASIDE_MEMORY = 100;
+/** A server refusal of a claim write (see `isDocumentUpdateError`). */
+type RefusalError = Error & { code?: unknown };
 
-/** Rows refused by the server that one claim step sets aside before it yields to the poll loop. */
-const MAX_SET_ASIDE_PER_STEP = 10;
-/** Refused rows remembered in memory when they cannot even be marked `failed`. */
-const SET_ASIDE_MEMORY = 1000;
-
-type Source = 'pending' | 'running';
+/** `runNow` looks for a due row first, then for an expired lease. */
+const SOURCES_BY_ID: readonly ClaimSource[] = ['pending', 'running'];
 
 /** Moves rows into `running` for this worker: expired leases first, then due pending rows. */
 @Injectable()
@@ -46,10 +48,10 @@ export class JobClaimService implements OnApplicationBootstrap {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
   private readonly lockIds: LockIdSequence;
   private readonly setAsideIds = new SetAsideIds(SET_ASIDE_MEMORY);
-  private runnable?: string[];
+  /** Names the poll loop claims: set at bootstrap, when every handler is registered. */
+  private runnable: string[] = [];
   /** When a search for expired leases last came back empty (epoch ms). */
   private lastReclaimSearchAt = Number.NEGATIVE_INFINITY;
-  private health: ClaimHealth = { consecutiveFailures: 0, lastFailure: null };
 
   constructor(
     private readonly repository: JobsRepository,
@@ -60,29 +62,23 @@ export class JobClaimService implements OnApplicationBootstrap {
     this.lockIds = new LockIdSequence(options.workerId);
   }
 
-  /** Handlers are registered by now (the explorer runs in `onModuleInit`): check `runOnly` against them. */
-  onApplicationBootstrap(): void {
-    this.runnableNames();
-  }
-
   /**
-   * Names the poll loop claims: every name with a handler here, or `runOnly`.
+   * Handlers are registered by now (the explorer runs in `onModuleInit`): fixes the names the poll loop claims.
    * @throws InvalidOptionError when a `runOnly` entry has no handler in this process
    */
-  runnableNames(): string[] {
-    if (this.runnable) return this.runnable;
+  onApplicationBootstrap(): void {
+    this.runnable = this.runnableNames();
+  }
+
+  /** Every name with a handler here, or `runOnly`. */
+  private runnableNames(): string[] {
     const { runOnly } = this.options;
     const unhandled = runOnly?.filter((name) => !this.registry.get(name)) ?? [];
     if (unhandled.length > 0) {
       const names = unhandled.map((name) => JSON.stringify(name)).join(', ');
       throw new InvalidOptionError('runOnly', runOnly, `names ${names} with no @JobHandler in this process`);
     }
-    this.runnable = runOnly ?? this.registry.names();
-    return this.runnable;
-  }
-
-  claimHealth(): ClaimHealth {
-    return { ...this.health };
+    return runOnly ?? this.registry.names();
   }
 
   /**
@@ -95,43 +91,8 @@ export class JobClaimService implements OnApplicationBootstrap {
    * delays a reclaim by at most one poll interval, and saves a query per job under load (3 → 2 round trips).
    */
   async claimNext(excludedNames: string[] = []): Promise<ClaimedJob | null> {
-    const names = this.runnableNames().filter((name) => !excludedNames.includes(name));
+    const names = this.runnable.filter((name) => !excludedNames.includes(name));
     if (names.length === 0) return null;
-    try {
-      const claim = await this.claimAmong(names);
-      this.health = { consecutiveFailures: 0, lastFailure: null };
-      return claim;
-    } catch (error) {
-      this.health = {
-        consecutiveFailures: this.health.consecutiveFailures + 1,
-        lastFailure: errorInfo(error).message,
-      };
-      throw error;
-    }
-  }
-
-  /**
-   * For `runNow`: claims exactly this job when it is pending and due, or takes it over like a reclaim when it is
-   * running with an expired lease (dead-lettering it if that lost attempt was its last). Only names with a handler
-   * in this process are taken; `runOnly` does not apply.
-   */
-  async claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
-    const names = this.registry.names();
-    const at = now();
-    const lockId = this.lockIds.next();
-    const doc = await this.repository.claimById(id, at, lockId, addMs(at, this.options.leaseMs), names);
-    if (doc) return { kind: 'claimed', claim: { doc, lockId } };
-    const reclaimAt = now();
-    const reclaimLock = this.lockIds.next();
-    const until = addMs(reclaimAt, this.options.leaseMs);
-    const reclaimed = await this.repository.reclaimById(id, reclaimAt, reclaimLock, until, names);
-    if (!reclaimed) return { kind: 'missed' };
-    const claim = { doc: reclaimed, lockId: reclaimLock };
-    if (await this.keepReclaimed(claim, reclaimAt)) return { kind: 'claimed', claim };
-    return { kind: 'dead_lettered', doc: reclaimed };
-  }
-
-  private async claimAmong(names: string[]): Promise<ClaimedJob | null> {
     const reclaimDue = now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
     if (reclaimDue) {
       const reclaimed = await this.reclaimNext(names);
@@ -140,6 +101,37 @@ export class JobClaimService implements OnApplicationBootstrap {
     const due = await this.takeNext('pending', names);
     if (due) return due;
     return reclaimDue ? null : this.reclaimNext(names);
+  }
+
+  /**
+   * For `runNow`: claims exactly this job when it is pending and due, or takes it over like a reclaim when it is
+   * running with an expired lease (dead-lettering it if that lost attempt was its last). A row the server refuses to
+   * take as stored is set aside as `failed`. Only names with a handler in this process are taken; `runOnly` does not
+   * apply.
+   */
+  async claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
+    const names = this.registry.names();
+    for (const source of SOURCES_BY_ID) {
+      const at = now();
+      const lockId = this.lockIds.next();
+      let taken: ClaimedJob | 'changed' | { setAside: string | null };
+      try {
+        const doc = await this.repository.takeById(source, id, at, lockId, addMs(at, this.options.leaseMs), names);
+        taken = doc ? { doc, lockId } : 'changed';
+      } catch (error) {
+        if (!isDocumentUpdateError(error)) throw error;
+        await this.assertRefusalIsAboutARow(source, error, names);
+        const row = await this.repository.findById(id);
+        if (!row) return { kind: 'missed' };
+        taken = await this.retryRow(source, row, error, names);
+      }
+      if (taken === 'changed') continue;
+      if ('setAside' in taken)
+        return taken.setAside ? { kind: 'set_aside', reason: taken.setAside } : { kind: 'missed' };
+      if (source === 'pending' || (await this.keepReclaimed(taken, now()))) return { kind: 'claimed', claim: taken };
+      return { kind: 'dead_lettered', doc: taken.doc };
+    }
+    return { kind: 'missed' };
   }
 
   /** Takes over the oldest expired lease, dead-lettering those whose lost attempt was their last. */
@@ -171,70 +163,102 @@ export class JobClaimService implements OnApplicationBootstrap {
 
   /**
    * One claim (`pending`) or reclaim (`running`) step. A row the server refuses to update would sort first on every
-   * poll and stall the queue: it is set aside and the step tried again, a bounded number of times per call.
+   * poll and stall the queue: it is set aside and the step tried again, a few times at most.
    */
-  private async takeNext(source: Source, names: string[]): Promise<ClaimedJob | null> {
+  private async takeNext(source: ClaimSource, names: string[]): Promise<ClaimedJob | null> {
     for (let setAside = 0; setAside < MAX_SET_ASIDE_PER_STEP; setAside += 1) {
       const at = now();
       const lockId = this.lockIds.next();
-      const until = addMs(at, this.options.leaseMs);
       const scope = this.scope(names);
       try {
-        const doc =
-          source === 'pending'
-            ? await this.repository.claimDue(at, lockId, until, scope)
-            : await this.repository.reclaimExpired(at, lockId, until, scope);
+        const doc = await this.repository.take(source, at, lockId, addMs(at, this.options.leaseMs), scope);
         return doc && { doc, lockId };
       } catch (error) {
         if (!isDocumentUpdateError(error)) throw error;
-        const probed = await this.probe(source, scope);
-        if (probed === 'not_found') throw error;
+        await this.assertRefusalIsAboutARow(source, error, names);
+        const probed = await this.probe(source, scope, error);
         if (probed !== 'retry') return probed;
       }
     }
-    return null; // progress was made; the next poll sets aside the rest
+    throw new Error(
+      `${MAX_SET_ASIDE_PER_STEP} ${source} rows in a row were refused by the server and set aside, with no claim in ` +
+        'between; this poll stops here (the next one goes on)',
+    );
   }
 
   /**
-   * After a claim the server refused for a document: finds the row that claim would take ('not_found': none, so
-   * the refusal was not about a row) and repeats the same update on exactly that row. Success means another row
-   * got in front meanwhile (it is ours now); the same refusal confirms the culprit, which is marked `failed` (or, if
-   * even that write fails, skipped in memory).
+   * Rethrows `refusal` when the same write refuses a row that does not exist: then the server objects to the
+   * update itself, not to a row, and marking rows `failed` would fail healthy jobs.
    */
-  private async probe(source: Source, scope: ClaimScope): Promise<ClaimedJob | 'retry' | 'not_found'> {
+  private async assertRefusalIsAboutARow(source: ClaimSource, refusal: Error, names: string[]): Promise<void> {
     const at = now();
-    const row =
-      source === 'pending' ? await this.repository.nextDue(at, scope) : await this.repository.nextExpired(at, scope);
-    if (!row) return 'not_found';
-    const lockId = this.lockIds.next();
-    const until = addMs(at, this.options.leaseMs);
     try {
-      const doc =
-        source === 'pending'
-          ? await this.repository.claimById(row._id, at, lockId, until, scope.names)
-          : await this.repository.reclaimById(row._id, at, lockId, until, scope.names);
-      return doc ? { doc, lockId } : 'retry'; // the row changed state meanwhile: search again
+      await this.repository.takeById(source, new Types.ObjectId(), at, this.lockIds.next(), at, names);
     } catch (error) {
-      if (!isDocumentUpdateError(error)) throw error;
-      await this.setAside(source, row, error.message, at);
-      return 'retry';
+      if (isDocumentUpdateError(error)) throw refusal;
+      throw error;
     }
   }
 
-  private async setAside(source: Source, row: { _id: Types.ObjectId; name: string }, cause: string, at: Date) {
+  /**
+   * After a claim the server refused for a document: finds the row that claim would take (none: the refusal is
+   * rethrown) and retries exactly that row.
+   */
+  private async probe(source: ClaimSource, scope: ClaimScope, refusal: RefusalError): Promise<ClaimedJob | 'retry'> {
+    const row = await this.repository.peek(source, now(), scope);
+    if (!row) throw refusal;
+    const taken = await this.retryRow(source, row, refusal, scope.names);
+    return taken === 'changed' || 'setAside' in taken ? 'retry' : taken;
+  }
+
+  /**
+   * Repeats a refused take on exactly this row. Success means the refusal was about something else (the row is ours
+   * now); no match means the row changed state meanwhile; the same refusal (same code) confirms the row is the
+   * culprit, and it is set aside. Any other error is thrown.
+   */
+  private async retryRow(
+    source: ClaimSource,
+    row: { _id: Types.ObjectId; name: string },
+    refusal: RefusalError,
+    names: string[],
+  ): Promise<ClaimedJob | 'changed' | { setAside: string | null }> {
+    const at = now();
+    const lockId = this.lockIds.next();
+    try {
+      const doc = await this.repository.takeById(source, row._id, at, lockId, addMs(at, this.options.leaseMs), names);
+      return doc ? { doc, lockId } : 'changed';
+    } catch (error) {
+      if (!isDocumentUpdateError(error) || error.code !== refusal.code) throw error;
+      return { setAside: await this.setAside(source, row, error.message, at) };
+    }
+  }
+
+  /**
+   * Marks a refused row `failed`; resolves the reason, or null when the row no longer matched or the server refused
+   * that write too (the row is then skipped in memory). Any other failure of that write is thrown: the row is probed
+   * again on a later poll.
+   */
+  private async setAside(
+    source: ClaimSource,
+    row: { _id: Types.ObjectId; name: string },
+    cause: string,
+    at: Date,
+  ): Promise<string | null> {
     const jobId = row._id.toHexString();
     const reason = `Job could not be ${source === 'pending' ? 'claimed' : 'reclaimed'}: the server rejected the update as stored (${cause})`;
     try {
-      if (await this.repository.setAside(row._id, source, reason, at)) {
-        this.logger.error(`Job ${jobId} (${row.name}) marked failed: ${reason}`);
-        this.events.emit('failed', { jobId, name: row.name, attempt: 0 }, reason);
-      }
+      if (!(await this.repository.setAside(row._id, source, reason, at))) return null;
     } catch (error) {
+      if (classifyWriteError(error) !== 'permanent') throw error;
       this.setAsideIds.add(row._id);
       this.logger.error(
-        `Job ${jobId} (${row.name}) is skipped by this worker: ${reason}; marking it failed failed too (${errorInfo(error).message})`,
+        `Job ${jobId} (${row.name}) is skipped by this worker: ${reason}; marking it failed was refused too (${errorInfo(error).message})`,
       );
+      return null;
     }
+    this.logger.error(`Job ${jobId} (${row.name}) marked failed: ${reason}`);
+    this.events.emit('failed', { jobId, name: row.name, attempt: 0 }, reason);
+    return reason;
   }
 
   private scope(names: string[]): ClaimScope {

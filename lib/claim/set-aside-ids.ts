@@ -6,6 +6,8 @@ import type { Types } from 'mongoose';
  */
 export class SetAsideIds {
   private readonly ids = new Map<string, Types.ObjectId>();
+  /** `values()` is read on every claim and changes only on `add`: built once per change. */
+  private snapshot: Types.ObjectId[] = [];
 
   constructor(private readonly capacity: number) {}
 
@@ -17,9 +19,11 @@ export class SetAsideIds {
       const oldest = this.ids.keys().next().value;
       if (oldest !== undefined) this.ids.delete(oldest);
     }
+    this.snapshot = [...this.ids.values()];
   }
 
-  values(): Types.ObjectId[] {
-    return [...this.ids.values()];
+  /** The remembered ids, oldest first. The same array until the next `add`: callers must not change it. */
+  values(): readonly Types.ObjectId[] {
+    return this.snapshot;
   }
 }

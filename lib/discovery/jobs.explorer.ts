@@ -13,6 +13,7 @@ import { JobsMetadataAccessor } from './jobs-metadata.accessor';
 @Injectable()
 export class JobsExplorer implements OnModuleInit {
   private explored = false;
+  private failure?: { error: unknown };
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -32,10 +33,18 @@ export class JobsExplorer implements OnModuleInit {
    */
   exploreOnce(): void {
     if (this.explored) return;
+    // A failed exploration left the registry partial: every later call (our onModuleInit included) throws it again,
+    // so bootstrap fails even when the enqueue that explored first swallowed the error.
+    if (this.failure) throw this.failure.error;
+    try {
+      const providers = this.discovery.getProviders();
+      this.assertSingleJobsModule(providers);
+      for (const wrapper of [...providers, ...this.discovery.getControllers()]) this.explore(wrapper);
+    } catch (error) {
+      this.failure = { error };
+      throw error;
+    }
     this.explored = true;
-    const providers = this.discovery.getProviders();
-    this.assertSingleJobsModule(providers);
-    for (const wrapper of [...providers, ...this.discovery.getControllers()]) this.explore(wrapper);
   }
 
   /** Each JobsModule import brings its own worker and JobsService: two in one application is always a mistake. */

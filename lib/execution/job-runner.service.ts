@@ -48,6 +48,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private shutdownDeadline: number | undefined;
   private lastPollAt: Date | null = null;
   private lastError: string | null = null;
+  /** Polls in a row whose claim threw (reset by any claim that did not): the loop polls on time but takes nothing. */
+  private consecutiveClaimFailures = 0;
 
   constructor(
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -87,12 +89,19 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /** Poll-loop facts for health checks. `polling` is false before bootstrap, after shutdown, or with `worker: false`. */
-  pollState(): { polling: boolean; running: number; lastPollAt: Date | null; lastError: string | null } {
+  pollState(): {
+    polling: boolean;
+    running: number;
+    lastPollAt: Date | null;
+    lastError: string | null;
+    consecutiveClaimFailures: number;
+  } {
     return {
       polling: this.loop !== undefined && !this.stopping,
       running: this.running.size,
       lastPollAt: this.lastPollAt,
       lastError: this.lastError,
+      consecutiveClaimFailures: this.consecutiveClaimFailures,
     };
   }
 
@@ -205,8 +214,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     let claim: ClaimedJob | null;
     try {
       claim = await this.claims.claimNext(this.saturatedNames());
+      this.consecutiveClaimFailures = 0;
     } catch (error) {
       this.lastPollAt = now();
+      this.consecutiveClaimFailures += 1;
       this.logError('Claiming a job', error);
       await this.wakeup.sleep(this.options.pollIntervalMs);
       return;

@@ -1,5 +1,4 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobClaimService } from '../claim/job-claim.service';
 import { JobRunner } from '../execution/job-runner.service';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
@@ -21,7 +20,6 @@ export class JobsWorkerMonitor {
   constructor(
     private readonly repository: JobsRepository,
     private readonly runner: JobRunner,
-    private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
@@ -53,9 +51,8 @@ export class JobsWorkerMonitor {
     const stalledAfter = STALLED_AFTER_POLL_INTERVALS * this.options.pollIntervalMs;
     const sinceLastPoll = poll.lastPollAt ? now().getTime() - poll.lastPollAt.getTime() : Number.POSITIVE_INFINITY;
     if (sinceLastPoll > stalledAfter) return `The poll loop has not finished a poll within ${stalledAfter} ms`;
-    const claims = this.claims.claimHealth();
-    return claims.consecutiveFailures >= DOWN_AFTER_CLAIM_FAILURES
-      ? `Claims keep failing (${claims.consecutiveFailures} in a row): ${claims.lastFailure}`
+    return poll.consecutiveClaimFailures >= DOWN_AFTER_CLAIM_FAILURES
+      ? `Claims keep failing (${poll.consecutiveClaimFailures} in a row): ${poll.lastError}`
       : undefined;
   }
 }

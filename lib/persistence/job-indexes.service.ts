@@ -4,8 +4,9 @@ import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { raceTimeout } from '../utils/race-timeout';
-import { GUARANTEE_INDEXES, guaranteeIndexProblem, isLegacyDedupeIndex } from './guarantee-indexes';
+import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes';
 import { JobsRepository } from './jobs.repository';
+import { isLegacyClaimIndex } from './legacy-claim-index';
 
 /**
  * Bootstrap step: creates the collection's indexes, refuses to start unless every index an exactly-once promise depends
@@ -31,6 +32,7 @@ export class JobIndexes implements OnModuleInit {
   private async setUp(): Promise<void> {
     const failures = await this.repository.createDeclaredIndexes();
     const indexes = await this.repository.listIndexes();
+    await this.dropLegacyClaimIndex(indexes);
     for (const guarantee of GUARANTEE_INDEXES) {
       const found = guaranteeIndexProblem(guarantee, indexes);
       if (found) {
@@ -52,6 +54,15 @@ export class JobIndexes implements OnModuleInit {
       // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
       if (await this.repository.dropIndex(index.name)) {
         this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
+      }
+    }
+  }
+
+  /** The old claim index only costs writes now: `claim_by_name` serves every claim. */
+  private async dropLegacyClaimIndex(indexes: IndexInfo[]): Promise<void> {
+    for (const index of indexes.filter(isLegacyClaimIndex)) {
+      if (await this.repository.dropIndex(index.name)) {
+        this.logger.log(`Dropped the old claim index "${index.name}": claims use "claim_by_name" now`);
       }
     }
   }

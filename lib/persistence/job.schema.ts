@@ -72,11 +72,15 @@ function uniqueSparse(schema: Schema<JobDocument>, index: GuaranteeIndex): void 
   schema.index({ [index.field]: 1 }, { name: index.name, unique: true, sparse: true });
 }
 
-export function toJobRecord<TPayload = unknown>(doc: JobDocument): JobRecord<TPayload> {
+export function toJobRecord<TPayload = unknown>(
+  doc: JobDocument,
+  { payloadAsGiven = false }: { payloadAsGiven?: boolean } = {},
+): JobRecord<TPayload> {
   return {
     id: doc._id.toHexString(),
     name: doc.name,
-    payload: decodePayload(doc.payload) as TPayload,
+    // A payload this process just inserted is the caller's validated object: it holds no stored Binary to decode.
+    payload: (payloadAsGiven ? doc.payload : decodePayload(doc.payload)) as TPayload,
     status: doc.status,
     runAt: doc.runAt,
     priority: doc.priority ?? 0,

@@ -240,82 +240,60 @@ export class JobsRepository {
     await this.collection.updateMany({ dedupeScope: scope, status: { $nin: LIVE } }, { $unset: { dedupeScope: '' } });
   }
 
-  /** Takes over the running job in scope whose lease ran out first, counting the lost attempt. */
-  reclaimExpired(now: Date, lockId: string, lockedUntil: Date, scope: ClaimScope): Promise<JobDocument | null> {
+  /**
+   * One claim step: takes the first row of `source` in scope (`pending`: due, by priority desc, runAt asc, _id asc;
+   * `running`: lease run out, oldest deadline first, counting the lost attempt) for `lockId` until `lockedUntil`.
+   */
+  take(
+    source: ClaimSource,
+    now: Date,
+    lockId: string,
+    lockedUntil: Date,
+    scope: ClaimScope,
+  ): Promise<JobDocument | null> {
+    const query = CLAIM_SOURCES[source];
     return this.collection.findOneAndUpdate(
-      { ...expiredFilter(now), ...scopeFilter(scope) },
-      reclaimUpdate(now, lockId, lockedUntil),
-      {
-        sort: RECLAIM_SORT,
-        returnDocument: 'after',
-      },
+      { ...query.filter(now), ...scopeFilter(scope) },
+      query.update(now, lockId, lockedUntil),
+      { sort: query.sort, returnDocument: 'after' },
     );
   }
 
-  /** Takes over exactly this job if it is running with an expired lease (and has one of `names`). */
-  reclaimById(
+  /** The row (id, name) `take` would take next, read without writing: finds a row the server refuses. */
+  peek(source: ClaimSource, now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
+    const query = CLAIM_SOURCES[source];
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
+      { ...query.filter(now), ...scopeFilter(scope) },
+      { sort: query.sort, projection: { _id: 1, name: 1 } },
+    );
+  }
+
+  /** `take` for exactly this row, if it is in `source` as `take` would find it and has one of `names`. */
+  takeById(
+    source: ClaimSource,
     id: Types.ObjectId,
     now: Date,
     lockId: string,
     lockedUntil: Date,
-    names?: string[],
+    names: string[],
   ): Promise<JobDocument | null> {
+    const query = CLAIM_SOURCES[source];
     return this.collection.findOneAndUpdate(
-      { _id: id, ...expiredFilter(now), ...namesFilter(names) },
-      reclaimUpdate(now, lockId, lockedUntil),
-      { returnDocument: 'after' },
-    );
-  }
-
-  /** The row (id, name) `reclaimExpired` would take next, read without writing: finds a row the server refuses. */
-  nextExpired(now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
-    return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
-      { ...expiredFilter(now), ...scopeFilter(scope) },
-      { sort: RECLAIM_SORT, projection: { _id: 1, name: 1 } },
-    );
-  }
-
-  /** Claims the next due pending job in scope: priority desc, runAt asc, _id asc. */
-  claimDue(now: Date, lockId: string, lockedUntil: Date, scope: ClaimScope): Promise<JobDocument | null> {
-    return this.collection.findOneAndUpdate(
-      { ...dueFilter(now), ...scopeFilter(scope) },
-      claimUpdate(now, lockId, lockedUntil),
-      { sort: CLAIM_SORT, returnDocument: 'after' },
-    );
-  }
-
-  /** The row (id, name) `claimDue` would take next, read without writing: finds a row the server refuses. */
-  nextDue(now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
-    return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
-      { ...dueFilter(now), ...scopeFilter(scope) },
-      { sort: CLAIM_SORT, projection: { _id: 1, name: 1 } },
-    );
-  }
-
-  /** Claims exactly this job if it is pending and due (and has one of `names`). */
-  claimById(
-    id: Types.ObjectId,
-    now: Date,
-    lockId: string,
-    lockedUntil: Date,
-    names?: string[],
-  ): Promise<JobDocument | null> {
-    return this.collection.findOneAndUpdate(
-      { _id: id, ...dueFilter(now), ...namesFilter(names) },
-      claimUpdate(now, lockId, lockedUntil),
+      { _id: id, ...query.filter(now), ...namesFilter(names) },
+      query.update(now, lockId, lockedUntil),
       { returnDocument: 'after' },
     );
   }
 
   /**
-   * Moves a row the server refuses to claim (`from: 'pending'`) or reclaim (`from: 'running'`) to `failed`, with
-   * only `$set`/`$unset` of top-level fields: the update that failed was an `$inc`/`$push` on a malformed field.
-   * False when the row no longer matches the search that found it.
+   * Moves a row the server refuses to take from `source` to `failed`, with only `$set`/`$unset` of top-level fields:
+   * the update that failed was an `$inc`/`$push` on a malformed field. False when the row no longer matches the
+   * search that found it.
    */
-  async setAside(id: Types.ObjectId, from: 'pending' | 'running', reason: string, now: Date): Promise<boolean> {
+  async setAside(id: Types.ObjectId, source: ClaimSource, reason: string, now: Date): Promise<boolean> {
     const result = await this.collection.updateOne(
-      { _id: id, ...(from === 'pending' ? dueFilter(now) : expiredFilter(now)) },
-      { $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now }, $unset: RELEASED_FIELDS },
+      { _id: id, ...CLAIM_SOURCES[source].filter(now) },
+      failedUpdate(reason, now),
     );
     return result.matchedCount === 1;
   }
@@ -401,12 +379,9 @@ export class JobsRepository {
     });
   }
 
-  /** A job no handler in this process can run. */
+  /** Moves a job this lock owns to `failed`: it cannot run as stored (the claim gave back a row no handler accepts). */
   markFailed(id: Types.ObjectId, lockId: string, reason: string, now: Date): Promise<boolean> {
-    return this.updateOwned(id, lockId, {
-      $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now },
-      $unset: RELEASED_FIELDS,
-    });
+    return this.updateOwned(id, lockId, failedUpdate(reason, now));
   }
 
   /**
@@ -492,8 +467,24 @@ function owned(id: Types.ObjectId, lockId: string): mongo.Filter<JobDocument> {
 /** What a claim may take: rows with one of `names`, except the ids set aside in memory. */
 export interface ClaimScope {
   names: string[];
-  skipIds: Types.ObjectId[];
+  skipIds: readonly Types.ObjectId[];
 }
+
+/** Where a claim step takes rows from: due `pending` rows, or `running` rows whose lease ran out. */
+export type ClaimSource = 'pending' | 'running';
+
+/** What differs between a claim and a reclaim: which rows, in which order, and the write that takes one. */
+const CLAIM_SOURCES: Record<
+  ClaimSource,
+  {
+    filter: (now: Date) => mongo.Filter<JobDocument>;
+    sort: mongo.Sort;
+    update: (now: Date, lockId: string, lockedUntil: Date) => mongo.UpdateFilter<JobDocument>;
+  }
+> = {
+  pending: { filter: dueFilter, sort: CLAIM_SORT, update: claimUpdate },
+  running: { filter: expiredFilter, sort: RECLAIM_SORT, update: reclaimUpdate },
+};
 
 function dueFilter(now: Date): mongo.Filter<JobDocument> {
   return { status: 'pending', runAt: { $lte: now } };
@@ -503,14 +494,18 @@ function expiredFilter(now: Date): mongo.Filter<JobDocument> {
   return { status: 'running', lockedUntil: { $lte: now } };
 }
 
-function namesFilter(names: string[] | undefined): mongo.Filter<JobDocument> {
-  return names ? { name: { $in: names } } : {};
+function namesFilter(names: string[]): mongo.Filter<JobDocument> {
+  return { name: { $in: names } };
 }
 
 function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
-  return scope.skipIds.length > 0
-    ? { name: { $in: scope.names }, _id: { $nin: scope.skipIds } }
-    : { name: { $in: scope.names } };
+  const byName = namesFilter(scope.names);
+  return scope.skipIds.length > 0 ? { ...byName, _id: { $nin: scope.skipIds } } : byName;
+}
+
+/** A row that cannot run as stored: failed, with the reason, its lease and dedupe scope released. */
+function failedUpdate(reason: string, now: Date): mongo.UpdateFilter<JobDocument> {
+  return { $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now }, $unset: RELEASED_FIELDS };
 }
 
 function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

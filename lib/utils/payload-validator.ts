@@ -6,11 +6,11 @@ import { MAX_PAYLOAD_BYTES } from '../jobs.constants';
 const MAX_DEPTH = 90;
 
 /**
- * Accepts plain data MongoDB stores and gives back (through the payload codec) as it was: JSON-like values, Dates,
- * Buffers, Uint8Arrays (read back as Buffers) and ObjectIds. Rejects, naming the path, what would be lost or refused: functions, symbols,
- * bigints, class instances (Map, Set, other typed arrays, …), circular references, `$`-prefixed or dotted keys,
- * invalid Dates, and payloads over the document size limit. What changes silently is documented in the README
- * (undefined, symbol keys, -0).
+ * Accepts plain data MongoDB stores and gives back (through the payload codec) as it was: JSON-like values (-0
+ * included), Dates, Buffers, Uint8Arrays (read back as Buffers) and ObjectIds. Rejects, naming the path, what would
+ * be lost or refused: functions, symbols, bigints, class instances (Map, Set, other typed arrays, …), circular
+ * references, `$`-prefixed or dotted keys, invalid Dates, and payloads over the document size limit. What changes
+ * silently is documented in the README (undefined, symbol and non-enumerable keys, Uint8Array → Buffer).
  */
 export function assertStorablePayload(payload: unknown): void {
   visit(payload, '', new Set(), 0);

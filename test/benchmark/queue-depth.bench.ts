@@ -107,17 +107,11 @@ function timeQueries(repository: JobsRepository) {
       into().push(nowMs() - start);
     }
   };
-  const reclaim = repository.reclaimExpired.bind(repository);
-  const claimDue = repository.claimDue.bind(repository);
-  repository.reclaimExpired = (...args: Parameters<JobsRepository['reclaimExpired']>) =>
+  const take = repository.take.bind(repository);
+  repository.take = (...args: Parameters<JobsRepository['take']>) =>
     timed(
-      () => reclaimMs,
-      () => reclaim(...args),
-    );
-  repository.claimDue = (...args: Parameters<JobsRepository['claimDue']>) =>
-    timed(
-      () => claimDueMs,
-      () => claimDue(...args),
+      () => (args[0] === 'running' ? reclaimMs : claimDueMs),
+      () => take(...args),
     );
   return {
     get reclaimMs() {

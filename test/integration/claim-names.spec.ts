@@ -112,11 +112,9 @@ describe('claims are limited to the names this process runs', () => {
       [bare, []],
       [a, ['a']],
     ] as const) {
-      const claimDue = jest.spyOn(app.repository, 'claimDue');
-      const reclaimExpired = jest.spyOn(app.repository, 'reclaimExpired');
+      const take = jest.spyOn(app.repository, 'take');
       expect(await app.get(JobClaimService).claimNext([...excluded])).toBeNull();
-      expect(claimDue).not.toHaveBeenCalled();
-      expect(reclaimExpired).not.toHaveBeenCalled();
+      expect(take).not.toHaveBeenCalled();
     }
     expect(await a.jobs.stats()).toMatchObject({ pending: 1, running: 0 });
   });
@@ -129,6 +127,17 @@ describe('claims are limited to the names this process runs', () => {
     await waitFor(async () => (await light.jobs.stats()).completed === 20, '20 completed jobs');
     expect(runs).toHaveLength(20);
     expect(runs.every((run) => run.worker === `${run.name}-pool`)).toBe(true);
+  });
+
+  it("runNow runs a name this process's runOnly excludes (runOnly only scopes the poll loop)", async () => {
+    const light = await start(uniqueDatabaseName('run_now_run_only'), [PoolHandlers], {
+      workerId: 'light-only',
+      runOnly: ['light'],
+    });
+    const heavy = await light.jobs.enqueue('heavy');
+    const outcome = await light.jobs.runNow(heavy.id);
+    expect(outcome).toMatchObject({ kind: 'executed', job: { status: 'completed' } });
+    expect(runs).toEqual([{ name: 'heavy', worker: 'light-only' }]);
   });
 
   it('fails bootstrap when runOnly names a job with no handler in this process', async () => {

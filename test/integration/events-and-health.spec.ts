@@ -90,14 +90,14 @@ describe('events and health', () => {
 
   it('reports down while the poll loop is stalled, and up again once it moves', async () => {
     const stall = deferred();
-    const claimDue = app.repository.claimDue.bind(app.repository);
+    const take = app.repository.take.bind(app.repository);
     let stalled = false;
-    app.repository.claimDue = async (...args) => {
-      if (!stalled) {
+    app.repository.take = async (source, ...args) => {
+      if (source === 'pending' && !stalled) {
         stalled = true;
         await stall.promise; // a poll that never finishes, as with a blocked loop
       }
-      return claimDue(...args);
+      return take(source, ...args);
     };
     await waitFor(() => stalled, 'the loop to stall');
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'down', 'status down', 2_000);
@@ -105,7 +105,7 @@ describe('events and health', () => {
     expect(down.reason).toContain('has not finished a poll within 150 ms');
     await expect(app.get(HealthController).check()).rejects.toMatchObject({ status: 503 });
     stall.resolve();
-    app.repository.claimDue = claimDue;
+    app.repository.take = take;
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'up', 'status up again', 2_000);
   });
 });

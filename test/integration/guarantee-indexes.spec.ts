@@ -75,6 +75,29 @@ describe('indexes the guarantees depend on', () => {
     }
   });
 
+  it('drop the old claim index only when it is exactly the old one', async () => {
+    const legacy = freshDb('idx_old_claim');
+    await client
+      .db(legacy)
+      .collection('jobs')
+      .createIndex({ status: 1, priority: -1, runAt: 1, _id: 1 }, { name: 'claim' });
+    const custom = freshDb('idx_custom_claim');
+    await client.db(custom).collection('jobs').createIndex({ status: 1, runAt: 1 }, { name: 'claim' });
+    const apps = [
+      await createJobsTestApp({ dbName: legacy, options: { worker: false } }),
+      await createJobsTestApp({ dbName: custom, options: { worker: false } }),
+    ];
+    try {
+      const names = async (db: string) =>
+        (await client.db(db).collection('jobs').listIndexes().toArray()).map((index) => index.name);
+      expect(await names(legacy)).not.toContain('claim');
+      expect(await names(legacy)).toContain('claim_by_name');
+      expect(await names(custom)).toContain('claim');
+    } finally {
+      await Promise.all(apps.map((app) => app.close()));
+    }
+  });
+
   it('give pending jobs of an older version their dedupe scope, so their keys keep deduplicating per name', async () => {
     const dbName = freshDb('idx_upgrade');
     const at = new Date();

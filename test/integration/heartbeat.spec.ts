@@ -155,11 +155,11 @@ describe('lease heartbeat against the database', () => {
 
   it('does not call the handler when the claim came back after its own lease deadline', async () => {
     const app = await start(uniqueDatabaseName('hb_late_claim'), 'a', { leaseMs: 150 });
-    const claimDue = app.repository.claimDue.bind(app.repository);
+    const take = app.repository.take.bind(app.repository);
     let slowAnswers = 1;
-    app.repository.claimDue = async (...args) => {
-      const row = await claimDue(...args);
-      if (row && slowAnswers-- > 0) await sleep(300); // the claim's answer arrives after lockedUntil
+    app.repository.take = async (source, ...args) => {
+      const row = await take(source, ...args);
+      if (source === 'pending' && row && slowAnswers-- > 0) await sleep(300); // the claim's answer arrives after lockedUntil
       return row;
     };
     const job = await app.jobs.enqueue('long', { ms: 0 });

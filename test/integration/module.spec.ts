@@ -231,6 +231,29 @@ describe('JobsModule', () => {
     expect(outcomes[1]).toBeInstanceOf(UnknownJobError);
   });
 
+  it('still fails bootstrap when an early enqueue hit a duplicate job name and its caller swallowed the error', async () => {
+    let swallowed: unknown;
+    @Injectable()
+    class SwallowingProducer implements OnModuleInit {
+      constructor(private readonly jobs: JobsService) {}
+      async onModuleInit() {
+        swallowed = await this.jobs.enqueue('ping').catch((e: unknown) => e);
+      }
+    }
+    @Global()
+    @Module({ providers: [SwallowingProducer, Handlers, OtherHandlers] })
+    class CoreModule {}
+    const dbName = uniqueDatabaseName('module');
+    const module = await Test.createTestingModule({
+      imports: [MongooseModule.forRoot(testMongoUri(), { dbName }), CoreModule, JobsModule.forRoot()],
+    }).compile();
+    module.useLogger(false);
+    const booted = await module.init().catch((e: unknown) => e);
+    await module.close();
+    expect(swallowed).toBeInstanceOf(DuplicateJobHandlerError);
+    expect(booted).toBeInstanceOf(DuplicateJobHandlerError);
+  });
+
   it.each<[JobsModuleOptions, string]>([
     [{ concurrency: 1.5 }, 'concurrency'],
     [{ concurrency: 0 }, 'concurrency'],

@@ -74,6 +74,19 @@ describe('payload round trip through MongoDB', () => {
     await expect(app.jobs.enqueue('echo', record?.payload, { delayMs: 3_600_000 })).resolves.toBeDefined();
   });
 
+  it('enqueue returns the payload as given; findById and a dedupe holder return it as stored', async () => {
+    const given = { bytes: new Uint8Array([1, 2]), gone: undefined };
+    const job = await app.jobs.enqueue('echo', given, { delayMs: 3_600_000, dedupeKey: 'as-given' });
+    expect(job.payload).toBe(given);
+    expect(Buffer.isBuffer(given.bytes)).toBe(false);
+    const stored = { bytes: Buffer.from([1, 2]) };
+    expect((await app.jobs.findById(job.id))?.payload).toStrictEqual(stored);
+    const holder = await app.jobs.enqueue('echo', { other: true }, { delayMs: 3_600_000, dedupeKey: 'as-given' });
+    expect(holder.id).toBe(job.id);
+    expect(holder.payload).toStrictEqual(stored);
+    await app.jobs.cancel(job.id);
+  });
+
   it('drops undefined and symbol-keyed object entries (as JSON does); undefined array items become null', async () => {
     const sent = { kept: 1, gone: undefined, list: [1, undefined], [Symbol('meta')]: 'x' };
     const payload = (await runEcho(sent)) as Record<string | symbol, unknown>;

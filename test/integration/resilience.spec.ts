@@ -30,12 +30,19 @@ describe('poll loop under injected database errors', () => {
     waitFor(async () => (await app.jobs.findById(id))?.status === 'completed', `job ${id} completed`);
 
   it('keeps polling after claim errors', async () => {
-    const claimDue = jest.spyOn(app.repository, 'claimDue');
-    claimDue.mockRejectedValueOnce(new Error('injected claim failure')).mockRejectedValueOnce(new Error('again'));
+    const take = app.repository.take.bind(app.repository);
+    const failures = [new Error('injected claim failure'), new Error('again')];
+    let claims = 0;
+    const spy = jest.spyOn(app.repository, 'take').mockImplementation((source, ...args) => {
+      if (source !== 'pending') return take(source, ...args);
+      claims += 1;
+      const failure = failures.shift();
+      return failure ? Promise.reject(failure) : take(source, ...args);
+    });
     const job = await app.jobs.enqueue('tick');
     await completed(job.id);
-    expect(claimDue.mock.calls.length).toBeGreaterThanOrEqual(3);
-    claimDue.mockRestore();
+    expect(claims).toBeGreaterThanOrEqual(3);
+    spy.mockRestore();
   });
 
   it('retries a finalize write that failed once: the job completes without a lost attempt', async () => {

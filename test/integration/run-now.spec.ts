@@ -145,10 +145,10 @@ describe('JobsService.runNow', () => {
     });
     try {
       const job = await shortLease.jobs.enqueue('now', {});
-      const claimById = shortLease.repository.claimById.bind(shortLease.repository);
-      shortLease.repository.claimById = async (...args) => {
-        const claimed = await claimById(...args);
-        await new Promise((resolve) => setTimeout(resolve, 300)); // the answer arrives after lockedUntil
+      const takeById = shortLease.repository.takeById.bind(shortLease.repository);
+      shortLease.repository.takeById = async (source, ...args) => {
+        const claimed = await takeById(source, ...args);
+        if (source === 'pending') await new Promise((resolve) => setTimeout(resolve, 300)); // the answer arrives after lockedUntil
         return claimed;
       };
       const before = calls.length;

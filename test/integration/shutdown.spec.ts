@@ -111,14 +111,14 @@ describe('graceful shutdown', () => {
   it('releases a claim that was in flight when shutdown began instead of stranding it in running', async () => {
     const app = await boot({ shutdownGraceMs: 100 });
     const gate = deferred();
-    const claimDue = app.repository.claimDue.bind(app.repository);
+    const take = app.repository.take.bind(app.repository);
     let held = false;
-    app.repository.claimDue = async (...args) => {
-      if (!held) {
+    app.repository.take = async (source, ...args) => {
+      if (source === 'pending' && !held) {
         held = true;
         await gate.promise; // the claim is issued only after shutdown has begun
       }
-      return claimDue(...args);
+      return take(source, ...args);
     };
     const job = await app.jobs.enqueue('cooperative', { ms: 10 });
     await waitFor(() => held, 'the loop to start a claim');

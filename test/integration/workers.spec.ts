@@ -52,11 +52,11 @@ describe('several workers on one database', () => {
 
   it('searches for expired leases about once per poll interval while busy, not once per job', async () => {
     const app = await start(uniqueDatabaseName('reclaim_rate'), 'busy', { pollIntervalMs: 1000, concurrency: 16 });
-    const reclaimExpired = app.repository.reclaimExpired.bind(app.repository);
+    const take = app.repository.take.bind(app.repository);
     let searches = 0;
-    app.repository.reclaimExpired = (...args) => {
-      searches += 1;
-      return reclaimExpired(...args);
+    app.repository.take = (source, ...args) => {
+      if (source === 'running') searches += 1;
+      return take(source, ...args);
     };
     const startedAt = Date.now();
     await app.jobs.enqueueMany(Array.from({ length: 300 }, (_, i) => ({ name: 'count', payload: { i } })));
