@@ -165,7 +165,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async runToEnd(entry: RunningExecution, about: { jobId: string; name: string }): Promise<ExecutionOutcome> {
     const { execution, lease } = entry;
     const settleMs = execution.handler.leaseMs;
-    let outcome: ExecutionOutcome = { kind: 'abandoned', reason: new Error('the execution failed to run') };
+    let outcome: ExecutionOutcome;
     try {
       outcome = await execution.run(lease, settleMs, {
         onStarted: () => this.events.emit('started', { ...about, attempt: execution.context.attempt }),
@@ -176,7 +176,14 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
               `(${lease.expiresAt.toISOString()}), and this slot is freed then.`,
           ),
       });
-      entry.handlerSettled = true; // only the outcome write is left
+    } catch (error) {
+      // Not expected (run settles every handler outcome itself); the lease is left to run out, as after a crash.
+      this.logError(`Running job ${about.jobId}`, error);
+      lease.close();
+      return { kind: 'abandoned', reason: error instanceof Error ? error : new Error(String(error)) };
+    }
+    entry.handlerSettled = true; // only the outcome write is left
+    try {
       await this.finalizer.finalize(execution, outcome, lease, () => this.shutdownDeadline);
     } catch (error) {
       this.logError(`Finalizing job ${about.jobId}`, error);
