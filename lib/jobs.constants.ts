@@ -23,8 +23,14 @@ export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024 - 512 * 1024;
 /** Longest accepted duration (~31 years): longer is a unit mistake, and ~2^52 ms past now is no valid Date. */
 export const MAX_DURATION_MS = 1e12;
 
-/** Longest delay setTimeout honours (~24.8 days); a longer one fires after 1 ms. */
+/**
+ * Longest delay setTimeout honours (~24.8 days); Node fires a longer one after 1 ms (TimeoutOverflowWarning), which
+ * would, say, mark a long lease stale at once. Every timer the library sets is capped or validated against it.
+ */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Writes racing on a dedupe scope that changes hands (enqueue, retry) are repeated this many times at most. */
+export const DEDUPE_WRITE_TRIES = 5;
 
 /** Longest accepted job name. */
 export const MAX_JOB_NAME_LENGTH = 200;

@@ -7,11 +7,11 @@ import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobsExplorer } from './discovery/jobs.explorer';
 import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor';
 import { JobDocumentFactory } from './enqueue/job-document.factory';
+import { JobEnqueuer } from './enqueue/job-enqueuer.service';
 import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error';
 import { JobEvents } from './events/job-events';
 import { JobFinalizer } from './execution/job-finalizer.service';
 import { JobRunner } from './execution/job-runner.service';
-import { JobsWorkerMonitor } from './health/jobs-worker.monitor';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants';
 import {
   ConfigurableJobsModule,
@@ -23,6 +23,7 @@ import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
 import { JobsService } from './jobs.service';
 import { resolveJobsOptions } from './jobs-options.resolver';
 import { LeaseHeartbeat } from './lease/lease-heartbeat.service';
+import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import { createJobSchema, type JobDocument } from './persistence/job.schema';
 import { JobIndexes } from './persistence/job-indexes.service';
 import { JobsRepository } from './persistence/jobs.repository';
@@ -81,6 +82,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobEvents,
     JobHandlerRegistry,
     JobDocumentFactory,
+    JobEnqueuer,
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,

@@ -3,17 +3,16 @@ import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
 import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
-import { JobDocumentFactory } from './enqueue/job-document.factory';
+import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service';
 import { DedupeConflictError } from './errors/dedupe-conflict.error';
 import { InvalidJobIdError } from './errors/invalid-job-id.error';
-import { InvalidOptionError } from './errors/invalid-option.error';
 import { JobCancelledError } from './errors/job-cancelled.error';
 import type { JobEvent } from './events/job-event';
 import { JobEvents } from './events/job-events';
 import { JobRunner } from './execution/job-runner.service';
-import { JobsWorkerMonitor } from './health/jobs-worker.monitor';
-import type { JobsWorkerStatus } from './health/jobs-worker-status';
-import type { EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
+import type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
+import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
+import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
@@ -36,7 +35,7 @@ export class JobsService {
     private readonly runner: JobRunner,
     private readonly events: JobEvents,
     private readonly monitor: JobsWorkerMonitor,
-    private readonly documents: JobDocumentFactory,
+    private readonly enqueuer: JobEnqueuer,
     private readonly registry: JobHandlerRegistry,
   ) {
     this.events$ = events.events$;
@@ -44,8 +43,9 @@ export class JobsService {
 
   /**
    * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored. With a
-   * `dedupeKey` held by a pending or running job of the same name, returns that job and stores nothing. A fresh job's
-   * record carries your payload as given (the same object); `findById` returns it as stored.
+   * `dedupeKey` held by a pending or running job of the same name, returns that job with `deduplicated: true` and
+   * stores nothing (and emits no `enqueued` event). A stored job's record carries your payload as given (the same
+   * object); `findById` returns it as stored.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
    * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
    * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
@@ -55,30 +55,19 @@ export class JobsService {
     name: string,
     payload?: TPayload,
     options: EnqueueOptions = {},
-  ): Promise<JobRecord<TPayload>> {
-    const doc = this.documents.build(name, payload, options);
-    const stored = await this.repository.insert(doc);
-    this.runner.notifyEnqueued();
-    this.emitEnqueued(stored);
-    // The dedupe holder of the key comes from the database; a fresh insert carries the caller's own payload.
-    return toJobRecord<TPayload>(stored, { payloadAsGiven: stored.payload === doc.payload });
+  ): Promise<EnqueuedJobRecord<TPayload>> {
+    return enqueuedRecord(await this.enqueuer.enqueue(name, payload, options));
   }
 
   /**
    * Stores many jobs in one bulk insert, returned in input order. All items are validated first; with a
    * `dedupeKey` already held by a pending or running job of the same name (or repeated in the batch), the holder is
-   * returned for that item.
+   * returned for that item, with `deduplicated: true`.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
    * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored.
    */
-  async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<JobRecord<TPayload>[]> {
-    if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
-    const docs = items.map((item) => this.documents.build(item?.name, item?.payload, item?.options ?? {}));
-    if (docs.length === 0) return [];
-    const results = await this.repository.insertMany(docs);
-    this.runner.notifyEnqueued();
-    for (const doc of results) this.emitEnqueued(doc);
-    return results.map((doc) => toJobRecord<TPayload>(doc));
+  async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<EnqueuedJobRecord<TPayload>[]> {
+    return (await this.enqueuer.enqueueMany(items)).map((result) => enqueuedRecord<TPayload>(result));
   }
 
   /** @throws InvalidJobIdError for anything but a 24-hex id. */
@@ -181,16 +170,17 @@ export class JobsService {
     if (!doc) return { kind: 'not_found' };
     return { kind: 'conflict', reason: conflictReason(doc, this.registry), job: toJobRecord(doc) };
   }
-
-  private emitEnqueued(doc: JobDocument): void {
-    this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
-  }
 }
 
 function conflictReason(doc: JobDocument, registry: JobHandlerRegistry): RunNowConflictReason {
   if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';
   if (!registry.get(doc.name)) return 'no_handler';
   return doc.status === 'running' ? 'locked' : 'not_due';
+}
+
+/** A stored job's record carries the caller's own payload (nothing to decode); a holder's is read back as stored. */
+function enqueuedRecord<TPayload>({ doc, deduplicated }: EnqueueResult): EnqueuedJobRecord<TPayload> {
+  return { ...toJobRecord<TPayload>(doc, { payloadAsGiven: !deduplicated }), deduplicated };
 }
 
 function requireJobId(id: unknown): Types.ObjectId {

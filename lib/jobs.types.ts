@@ -19,6 +19,15 @@ export interface EnqueueOptions {
   strict?: boolean;
 }
 
+/** What `enqueue`/`enqueueMany` return: the job, and whether it was stored by this call. */
+export type EnqueuedJobRecord<TPayload = unknown> = JobRecord<TPayload> & {
+  /**
+   * True when nothing was stored because a pending or running job of the same name holds the `dedupeKey`: the record
+   * is that job's (its payload and options, not yours), and no `enqueued` event was emitted for it.
+   */
+  deduplicated: boolean;
+};
+
 /** One item of `JobsService.enqueueMany`. */
 export interface EnqueueItem<TPayload = unknown> {
   name: string;

@@ -8,16 +8,11 @@ import type { ResolvedJobsOptions } from '../jobs.options';
 import { classifyWriteError, isDocumentUpdateError } from '../persistence/database-errors';
 import type { JobDocument } from '../persistence/job.schema';
 import { type ClaimScope, type ClaimSource, JobsRepository } from '../persistence/jobs.repository';
+import type { ClaimedJob } from '../types/claimed-job';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
 import { LockIdSequence } from './lock-id';
 import { SetAsideIds } from './set-aside-ids';
-
-/** A row this process now owns (`lockedBy === lockId`, status `running`). */
-export interface ClaimedJob {
-  doc: JobDocument;
-  lockId: string;
-}
 
 /**
  * What `claimById` did: claimed the row, dead-lettered it (its lost attempt was its last), set it aside as `failed`

@@ -6,9 +6,9 @@ import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { parseCron } from '../schedule/cron-fields';
 import { CronSchedule } from '../schedule/cron-schedule';
+import type { BoundJobHandler, RegisteredJobHandler } from '../types/registered-job-handler';
 import { errorInfo } from '../utils/error-info';
 import { duration, positiveInteger } from '../utils/validate';
-import type { BoundJobHandler, RegisteredJobHandler } from './job-handler.registry';
 
 /** Validates a decorator's name and options and merges them with the module's. */
 export function resolveJobHandler(
@@ -49,8 +49,6 @@ export function resolveJobHandler(
     maxAttempts: positiveInteger(option('maxAttempts'), options.maxAttempts ?? moduleOptions.maxAttempts),
     backoff,
     leaseMs,
-    // A longer lease than the module's is renewed at a third of it; the module's interval otherwise.
-    heartbeatIntervalMs: options.leaseMs === undefined ? moduleOptions.heartbeatIntervalMs : leaseMs / 3,
     timeoutMs:
       options.timeoutMs === undefined ? undefined : duration(option('timeoutMs'), options.timeoutMs, MAX_TIMER_MS),
     schedule: resolveSchedule(options, option),

@@ -1,26 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
-import type { JobExecutionContext } from '../execution/job-execution-context';
-import type { BackoffOptions } from '../jobs.options';
-import type { CronSchedule } from '../schedule/cron-schedule';
-
-export type BoundJobHandler = (payload: unknown, ctx: JobExecutionContext) => unknown;
-
-/** A handler with its options resolved against the module's. */
-export interface RegisteredJobHandler {
-  name: string;
-  handler: BoundJobHandler;
-  /** `Class.method`, for messages. */
-  site: string;
-  concurrency: number;
-  maxAttempts: number;
-  backoff: BackoffOptions;
-  leaseMs: number;
-  heartbeatIntervalMs: number;
-  timeoutMs: number | undefined;
-  /** Schedule, when `cron` was given: parsed, and known to match some date. */
-  schedule: CronSchedule | undefined;
-}
+import type { RegisteredJobHandler } from '../types/registered-job-handler';
 
 /** name → handler. Filled by the explorer at bootstrap, read by the runner and JobsService. */
 @Injectable()

@@ -5,7 +5,8 @@ import { JobsModuleImportedTwiceError } from '../errors/jobs-module-imported-twi
 import { RequestScopedJobHandlerError } from '../errors/request-scoped-job-handler.error';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
-import { type BoundJobHandler, JobHandlerRegistry } from './job-handler.registry';
+import type { BoundJobHandler } from '../types/registered-job-handler';
+import { JobHandlerRegistry } from './job-handler.registry';
 import { resolveJobHandler } from './job-handler-options.resolver';
 import { JobsMetadataAccessor } from './jobs-metadata.accessor';
 

@@ -1,4 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { DateTime } from 'luxon';
+import { Types } from 'mongoose';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { JobsExplorer } from '../discovery/jobs.explorer';
 import { InvalidOptionError } from '../errors/invalid-option.error';
@@ -7,7 +9,7 @@ import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_JOB_NAME_LENGTH } from '../
 import type { ResolvedJobsOptions } from '../jobs.options';
 import type { EnqueueOptions } from '../jobs.types';
 import { dedupeScope } from '../persistence/dedupe-scope';
-import type { NewJobDocument } from '../persistence/jobs.repository';
+import type { NewJobDocument } from '../types/new-job-document';
 import { addMs, now } from '../utils/clock';
 import { assertStorablePayload } from '../utils/payload-validator';
 import { duration, finiteNumber, nonEmptyString, positiveInteger } from '../utils/validate';
@@ -34,6 +36,7 @@ export class JobDocumentFactory {
     assertStorablePayload(payload);
     const at = now();
     const doc: NewJobDocument = {
+      _id: new Types.ObjectId(),
       name: jobName,
       payload: payload ?? null,
       status: 'pending',
@@ -54,6 +57,15 @@ export class JobDocumentFactory {
       doc.dedupeScope = dedupeScope(jobName, doc.dedupeKey);
     }
     return doc;
+  }
+
+  /**
+   * The job of one cron tick: due at the tick, with the tick in its payload and `cron:<name>:<tick ISO>` as its
+   * `scheduleKey`, a unique key that is never released, so at most one job exists per tick.
+   */
+  buildTick(name: string, tick: Date): NewJobDocument & { scheduleKey: string } {
+    const scheduledFor = DateTime.fromJSDate(tick, { zone: 'utc' }).toISO() ?? tick.toISOString();
+    return { ...this.build(name, { scheduledFor }, { runAt: tick }), scheduleKey: `cron:${name}:${scheduledFor}` };
   }
 }
 

@@ -5,6 +5,9 @@ import { now } from '../utils/clock';
 import { IsolatedObservable } from './isolated-observable';
 import type { JobEvent, JobEventType } from './job-event';
 
+/** The job an event is about. */
+export type JobEventSubject = Pick<JobEvent, 'jobId' | 'name' | 'attempt'>;
+
 /** The process-local event stream behind `JobsService.events$`. */
 @Injectable()
 export class JobEvents implements OnApplicationShutdown {
@@ -16,19 +19,51 @@ export class JobEvents implements OnApplicationShutdown {
     (error) => this.logger.error(`An events$ subscriber threw: ${describe(error)}`),
   );
 
-  emit(type: JobEventType, job: { jobId: string; name: string; attempt: number }, error?: string): void {
+  /**
+   * Jobs whose enqueue in this process awaits its acknowledgement, with the events their run here emitted meanwhile:
+   * held back so that `enqueued` comes first (a worker here can claim a job before its insert is acknowledged).
+   */
+  private readonly enqueueing = new Map<string, JobEvent[]>();
+
+  /**
+   * Runs `enqueue` (which emits `enqueued` for the jobs it stored) while holding back the other events of `jobIds`,
+   * then emits those. Without a subscriber there is nothing to order and nothing is tracked.
+   */
+  async holdWhileEnqueueing<T>(jobIds: readonly string[], enqueue: () => Promise<T>): Promise<T> {
+    if (!this.subject.observed) return enqueue();
+    for (const id of jobIds) this.enqueueing.set(id, []);
+    try {
+      return await enqueue();
+    } finally {
+      for (const id of jobIds) this.releaseHeld(id);
+    }
+  }
+
+  emit(type: JobEventType, job: JobEventSubject, error?: string): void {
     const event: JobEvent = { type, jobId: job.jobId, name: job.name, attempt: job.attempt, at: now() };
     if (error !== undefined) event.error = error;
+    const held = this.enqueueing.get(event.jobId);
+    if (held && type !== 'enqueued') held.push(event);
+    else this.next(event);
+  }
+
+  onApplicationShutdown(): void {
+    this.subject.complete();
+  }
+
+  private releaseHeld(jobId: string): void {
+    const held = this.enqueueing.get(jobId);
+    this.enqueueing.delete(jobId);
+    for (const event of held ?? []) this.next(event);
+  }
+
+  private next(event: JobEvent): void {
     try {
       this.subject.next(event);
     } catch (error) {
       // Only with RxJS's deprecated synchronous error handling can a subscriber's error surface here.
       this.logger.error(`An events$ subscriber threw: ${describe(error)}`);
     }
-  }
-
-  onApplicationShutdown(): void {
-    this.subject.complete();
   }
 }
 

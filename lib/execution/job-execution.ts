@@ -1,13 +1,13 @@
-import type { ClaimedJob } from '../claim/job-claim.service';
-import type { RegisteredJobHandler } from '../discovery/job-handler.registry';
 import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import type { Lease } from '../lease/lease';
+import type { ClaimedJob } from '../types/claimed-job';
+import type { JobExecutionContext } from '../types/job-execution-context';
+import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { decodePayload } from '../utils/payload-codec';
 import { raceTimeout } from '../utils/race-timeout';
-import type { JobExecutionContext } from './job-execution-context';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
 export type ExecutionOutcome =
@@ -41,16 +41,16 @@ export class JobExecution {
   readonly jobId: string;
   readonly context: JobExecutionContext;
   private readonly controller = new AbortController();
-  private lease?: Lease;
 
   constructor(
     readonly claim: ClaimedJob,
     readonly handler: RegisteredJobHandler,
     jobId: string,
+    /** Opened by the runner for this claim; started when the attempt runs. */
+    readonly lease: Lease,
   ) {
     const { doc, lockId } = claim;
     this.jobId = jobId;
-    const execution = this;
     this.context = {
       jobId,
       name: doc.name,
@@ -59,13 +59,13 @@ export class JobExecution {
       fencingToken: doc.fencingToken,
       signal: this.controller.signal,
       get leaseExpiresAt() {
-        return execution.lease?.expiresAt ?? doc.lockedUntil ?? new Date(0);
+        return lease.expiresAt;
       },
       get isStale() {
-        return execution.lease?.isStale ?? false;
+        return lease.isStale;
       },
       extendLockTime: (ms: number) => {
-        const renewal = this.requireLease().extend(ms);
+        const renewal = lease.extend(ms);
         // Callers who await still get the rejection; one who fires and forgets must not crash the process.
         renewal.catch(() => undefined);
         return renewal;
@@ -83,12 +83,12 @@ export class JobExecution {
   }
 
   /**
-   * Runs the handler under `lease` and resolves its outcome once the handler has settled (or was abandoned).
+   * Runs the handler under its lease and resolves its outcome once the handler has settled (or was abandoned).
    * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it.
    */
-  async run(lease: Lease, settleMs: number, hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
-    this.lease = lease;
+  async run(settleMs: number, hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
     const { signal } = this.controller;
+    const { lease } = this;
     lease.start();
     if (signal.aborted) {
       // The claim's answer came back after its own deadline (slow database): the row may already belong to
@@ -109,7 +109,7 @@ export class JobExecution {
         (error: unknown) => ({ ok: false, error }) as const,
       );
     try {
-      const settled = await this.settleOrAbandon(settlement, lease, settleMs, hooks);
+      const settled = await this.settleOrAbandon(settlement, settleMs, hooks);
       if (settled === 'abandoned') return { kind: 'abandoned', reason: signal.reason as Error };
       return this.outcomeOf(settled);
     } finally {
@@ -120,7 +120,6 @@ export class JobExecution {
   /** Waits for the handler; after an abort, only `settleMs` more, then until the (no longer renewed) lease ends. */
   private async settleOrAbandon(
     settlement: Promise<Settlement>,
-    lease: Lease,
     settleMs: number,
     hooks: ExecutionHooks,
   ): Promise<Settlement | 'abandoned'> {
@@ -134,23 +133,18 @@ export class JobExecution {
     const second = await raceTimeout(settlement, settleMs, (): typeof SETTLED => SETTLED);
     if (second !== SETTLED) return second;
     hooks.onIgnoredAbort?.(signal.reason as Error);
-    lease.stopRenewing();
-    const third = await Promise.race([settlement, lease.lost.then((): typeof SETTLED => SETTLED)]);
+    this.lease.stopRenewing();
+    const third = await Promise.race([settlement, this.lease.lost.then((): typeof SETTLED => SETTLED)]);
     return third === SETTLED ? 'abandoned' : third;
   }
 
   /** The outcome is what the handler did: resolved, rejected with its abort reason, or failed on its own. */
   private outcomeOf(settled: Settlement): ExecutionOutcome {
     const { signal } = this.controller;
-    if (this.lease?.isStale && signal.reason instanceof LeaseLostError) return { kind: 'stale', error: signal.reason };
+    if (this.lease.isStale && signal.reason instanceof LeaseLostError) return { kind: 'stale', error: signal.reason };
     if (settled.ok) return { kind: 'succeeded' };
     if (signal.aborted && isAbortRejection(settled.error, signal.reason)) return abortOutcome(signal.reason);
     return { kind: 'failed', error: settled.error };
-  }
-
-  private requireLease(): Lease {
-    if (!this.lease) throw new Error('The execution has not started yet');
-    return this.lease;
   }
 }
 

@@ -1,10 +1,9 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { ClaimedJob } from '../claim/job-claim.service';
 import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
 import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import type { Lease } from '../lease/lease';
 import { JobsRepository } from '../persistence/jobs.repository';
+import type { ClaimedJob } from '../types/claimed-job';
 import { backoffDelayMs } from '../utils/backoff';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
@@ -29,10 +28,10 @@ export class JobFinalizer {
   async finalize(
     execution: JobExecution,
     outcome: ExecutionOutcome,
-    lease: Lease,
     deadline?: () => number | undefined,
   ): Promise<void> {
     const { doc, lockId } = execution.claim;
+    const { lease } = execution;
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
@@ -91,7 +90,7 @@ export class JobFinalizer {
           `${label}: could not be marked ${transition} (${result.why}); the row is reclaimed once its lease has run out`,
         );
       case 'refused':
-        return this.deadLetterUnstorable(execution, transition, result.error, lease, deadline);
+        return this.deadLetterUnstorable(execution, transition, result.error, deadline);
       case 'abandoned':
         lease.stopRenewing();
         return this.logger.error(
@@ -118,7 +117,6 @@ export class JobFinalizer {
     execution: JobExecution,
     transition: string,
     refusal: unknown,
-    lease: Lease,
     deadline?: () => number | undefined,
   ): Promise<void> {
     const { doc, lockId } = execution.claim;
@@ -127,7 +125,7 @@ export class JobFinalizer {
     this.logger.error(`Job ${execution.jobId} (${doc.name}): ${reason}; dead-lettered`);
     const result = await persistOutcome(
       () => this.repository.deadLetterUnstorable(doc._id, lockId, reason, now()),
-      lease,
+      execution.lease,
       execution.handler.leaseMs,
       deadline,
     );

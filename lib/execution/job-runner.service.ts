@@ -5,14 +5,15 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { type ClaimedJob, JobClaimService } from '../claim/job-claim.service';
-import { JobHandlerRegistry, type RegisteredJobHandler } from '../discovery/job-handler.registry';
+import { JobClaimService } from '../claim/job-claim.service';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
-import { JobEvents } from '../events/job-events';
+import { type JobEventSubject, JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
-import type { Lease } from '../lease/lease';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
+import type { ClaimedJob } from '../types/claimed-job';
+import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { now } from '../utils/clock';
 import { raceTimeout } from '../utils/race-timeout';
 import { type ExecutionOutcome, JobExecution } from './job-execution';
@@ -22,7 +23,6 @@ import { Wakeup } from './wakeup';
 
 interface RunningExecution {
   execution: JobExecution;
-  lease: Lease;
   /** The handler has settled (or never started): only its outcome write may still be under way. */
   handlerSettled: boolean;
   done: Promise<ExecutionOutcome>;
@@ -136,18 +136,28 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private start(claim: ClaimedJob, handler: RegisteredJobHandler, jobId: string): Promise<ExecutionOutcome> {
-    const execution = new JobExecution(claim, handler, jobId);
-    const about = { jobId, name: claim.doc.name, attempt: execution.context.attempt };
-    const lease = this.heartbeat.open(claim, handler, {
-      onStale: (error) => {
-        this.events.emit('stale', about, error.message);
-        execution.abort(error);
+    const { doc, lockId } = claim;
+    const about = { jobId, name: doc.name, attempt: doc.attemptCount + 1 };
+    const lease = this.heartbeat.open(
+      // lockedUntil is a Date: whyNotRunnable checked the row.
+      {
+        jobId: doc._id,
+        lockId,
+        lockedUntil: doc.lockedUntil as Date,
+        claimedAt: doc.startedAt,
+        leaseMs: handler.leaseMs,
       },
-      onRenewed: () => this.events.emit('renewed', about),
-    });
+      {
+        onStale: (error) => {
+          this.events.emit('stale', about, error.message);
+          execution.abort(error); // the lease starts only once the execution runs
+        },
+        onRenewed: () => this.events.emit('renewed', about),
+      },
+    );
+    const execution = new JobExecution(claim, handler, jobId, lease);
     const entry: RunningExecution = {
       execution,
-      lease,
       handlerSettled: false,
       done: Promise.resolve({ kind: 'succeeded' }),
     };
@@ -162,13 +172,14 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /** Handler, then outcome write, under one lease that is renewed until the write has landed. */
-  private async runToEnd(entry: RunningExecution, about: { jobId: string; name: string }): Promise<ExecutionOutcome> {
-    const { execution, lease } = entry;
+  private async runToEnd(entry: RunningExecution, about: JobEventSubject): Promise<ExecutionOutcome> {
+    const { execution } = entry;
+    const { lease } = execution;
     const settleMs = execution.handler.leaseMs;
     let outcome: ExecutionOutcome;
     try {
-      outcome = await execution.run(lease, settleMs, {
-        onStarted: () => this.events.emit('started', { ...about, attempt: execution.context.attempt }),
+      outcome = await execution.run(settleMs, {
+        onStarted: () => this.events.emit('started', about),
         onIgnoredAbort: (reason) =>
           this.logger.warn(
             `Job ${about.jobId} (${about.name}) ignores its signal: still running ${settleMs} ms after it was ` +
@@ -184,7 +195,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
     entry.handlerSettled = true; // only the outcome write is left
     try {
-      await this.finalizer.finalize(execution, outcome, lease, () => this.shutdownDeadline);
+      await this.finalizer.finalize(execution, outcome, () => this.shutdownDeadline);
     } catch (error) {
       this.logError(`Finalizing job ${about.jobId}`, error);
     } finally {
@@ -254,7 +265,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     await settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)), hardEnd);
     for (const entry of this.running.values()) {
       if (entry.handlerSettled) continue;
-      const { execution, lease } = entry;
+      const { execution } = entry;
+      const { lease } = execution;
       this.logger.warn(
         `Job ${execution.jobId} (${execution.claim.doc.name}) ignored the shutdown abort; its row stays owned until ` +
           `its lease runs out (${lease.expiresAt.toISOString()}) and is then taken over by another worker`,

@@ -1,10 +1,23 @@
-import { Injectable } from '@nestjs/common';
-import type { ClaimedJob } from '../claim/job-claim.service';
-import type { RegisteredJobHandler } from '../discovery/job-handler.registry';
+import { Inject, Injectable } from '@nestjs/common';
+import type { Types } from 'mongoose';
 import type { LeaseLostError } from '../errors/lease-lost.error';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
 import { Lease } from './lease';
+
+/** The claimed row a lease is opened on, and the lease its handler asked for. */
+export interface LeaseTerms {
+  jobId: Types.ObjectId;
+  lockId: string;
+  /** The deadline the claim wrote. */
+  lockedUntil: Date;
+  /** When the claim wrote it (`startedAt`), if known. */
+  claimedAt: Date | undefined;
+  /** The handler's lease: at least the module's `leaseMs`. */
+  leaseMs: number;
+}
 
 /**
  * Opens one lease per execution: the single-flight renewal pipeline plus watchdog (see `Lease`),
@@ -12,26 +25,38 @@ import { Lease } from './lease';
  */
 @Injectable()
 export class LeaseHeartbeat {
-  constructor(private readonly repository: JobsRepository) {}
+  constructor(
+    private readonly repository: JobsRepository,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
 
   open(
-    claim: ClaimedJob,
-    handler: RegisteredJobHandler,
+    terms: LeaseTerms,
     hooks: { onStale: (error: LeaseLostError) => void; onRenewed?: (lockedUntil: Date) => void },
   ): Lease {
-    const { doc, lockId } = claim;
-    if (!doc.lockedUntil) throw new Error(`Claimed job ${doc._id.toHexString()} has no lockedUntil`);
+    const { jobId, lockId } = terms;
     return new Lease({
-      jobId: doc._id.toHexString(),
+      jobId: jobId.toHexString(),
       lockId,
-      lockedUntil: doc.lockedUntil,
-      claimedAt: doc.startedAt,
-      heartbeatIntervalMs: handler.heartbeatIntervalMs,
-      leaseMs: handler.leaseMs,
-      renew: (requestedUntil) => this.repository.renewLease(doc._id, lockId, requestedUntil, now()),
-      relinquish: (until) => this.repository.relinquishLease(doc._id, lockId, until),
+      lockedUntil: terms.lockedUntil,
+      claimedAt: terms.claimedAt,
+      heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
+      leaseMs: terms.leaseMs,
+      renew: (requestedUntil) => this.repository.renewLease(jobId, lockId, requestedUntil, now()),
+      relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onRenewed: hooks.onRenewed,
     });
   }
+}
+
+/**
+ * A handler lease longer than the module's is renewed at a third of it, keeping two missed renewals of slack like
+ * the module's default; the module's own interval (which may be configured) serves every other handler.
+ */
+export function heartbeatIntervalFor(
+  leaseMs: number,
+  module: Pick<ResolvedJobsOptions, 'leaseMs' | 'heartbeatIntervalMs'>,
+): number {
+  return leaseMs > module.leaseMs ? leaseMs / 3 : module.heartbeatIntervalMs;
 }

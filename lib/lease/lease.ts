@@ -1,7 +1,8 @@
 import { defer, exhaustMap, finalize, Subject, Subscription } from 'rxjs';
 import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
-import { MAX_DURATION_MS } from '../jobs.constants';
+import { MAX_TIMER_MS } from '../jobs.constants';
+import { isDuration } from '../utils/validate';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` on
@@ -74,14 +75,7 @@ function createRequest(ms: number): RenewalRequest {
   return { ms, promise, resolve, reject, guarded: false };
 }
 
-function isValidDuration(ms: unknown): ms is number {
-  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 && ms <= MAX_DURATION_MS;
-}
-
 const ignore = (): void => {};
-
-/** Node fires longer timeouts after 1 ms (TimeoutOverflowWarning), which would mark a long lease stale at once. */
-const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 /**
  * The lease of one execution: a single-flight, coalescing renewal pipeline plus a watchdog.
@@ -125,10 +119,10 @@ export class Lease {
   private maxInFlight = 0;
 
   constructor(private readonly config: LeaseConfig) {
-    if (!isValidDuration(config.heartbeatIntervalMs)) {
+    if (!isDuration(config.heartbeatIntervalMs)) {
       throw new InvalidDurationError('heartbeatIntervalMs', config.heartbeatIntervalMs);
     }
-    if (!isValidDuration(config.leaseMs)) throw new InvalidDurationError('leaseMs', config.leaseMs);
+    if (!isDuration(config.leaseMs)) throw new InvalidDurationError('leaseMs', config.leaseMs);
     // Looked up at call time, so a clock faked after construction is still honoured.
     this.now = config.now ?? (() => Date.now());
     this.deadline = config.lockedUntil.getTime();
@@ -145,7 +139,7 @@ export class Lease {
     // The claim's deadline may already have passed, in which case armWatchdog went stale.
     if (this.isTerminal) return;
     const { heartbeatIntervalMs, leaseMs } = this.config;
-    const interval = Math.min(heartbeatIntervalMs, MAX_TIMER_DELAY_MS);
+    const interval = Math.min(heartbeatIntervalMs, MAX_TIMER_MS);
     // The lease began at the claim, not now, so the time the claim's answer took (and any wait before the handler
     // starts) does not eat into the first period. The claim may have written a shorter lease than ours (the module's,
     // before it knew the handler): the first renewal comes at the same fraction of that lease, and asks for ours.
@@ -172,7 +166,7 @@ export class Lease {
    *   not yet written, or still in flight, resolve without any further write.
    */
   extend(ms: number): Promise<void> {
-    if (!isValidDuration(ms)) return Promise.reject(new InvalidDurationError('extendLockTime(ms)', ms));
+    if (!isDuration(ms)) return Promise.reject(new InvalidDurationError('extendLockTime(ms)', ms));
     if (this.staleError) return Promise.reject(this.staleError);
     if (this.closed) return Promise.resolve();
     if (this.renewalsStopped) {
@@ -328,7 +322,7 @@ export class Lease {
         this.watchdog = undefined;
         this.armWatchdog();
       },
-      Math.min(remaining, MAX_TIMER_DELAY_MS),
+      Math.min(remaining, MAX_TIMER_MS),
     );
     timer.unref?.();
     this.watchdog = timer;

@@ -1,11 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo, type Types } from 'mongoose';
-import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
 import { RetryContendedError } from '../errors/retry-contended.error';
 import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
-import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import { DEDUPE_WRITE_TRIES, JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import type { NewJobDocument } from '../types/new-job-document';
 import { dedupeScope } from './dedupe-scope';
-import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
+import { clashedIndex, codeOf, DUPLICATE_KEY, duplicateKeyErrorsOnly, isClashOn } from './duplicate-key';
+import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
 import type { JobAttempt, JobStatus } from './job.types';
 
@@ -27,13 +28,17 @@ const LIVE: JobStatus[] = ['pending', 'running'];
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 /** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
 const INSERT_OPTIONS = { ignoreUndefined: true } as const;
-/** Writes racing on a dedupe scope that changes hands are repeated this many times before giving up. */
-const DEDUPE_WRITE_TRIES = 5;
-const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
 const INDEX_NOT_FOUND = 27;
 
-export type NewJobDocument = Omit<JobDocument, '_id'>;
+/**
+ * What inserting one job did: stored it, or found its dedupe scope held (by a live job of its name, or by a finished
+ * row an older version left it on), or found its tick's job stored already (another instance was first).
+ */
+export type InsertOutcome =
+  | { kind: 'inserted'; doc: JobDocument }
+  | { kind: 'dedupe-clash'; error: unknown }
+  | { kind: 'tick-exists' };
 
 /** What `retry` did: revived the row, found it in no revivable state, or found its key held by another live job. */
 export type RetryResult =
@@ -124,102 +129,52 @@ export class JobsRepository {
   }
 
   /**
-   * Stores a job. One with a dedupe scope that a pending or running job of its name holds is not stored: that job is
-   * resolved instead.
+   * Inserts a copy of `doc` (the driver writes the generated _id into what it inserts). A duplicate key on the
+   * job's own dedupe scope or tick key is an outcome, not an error.
    * @throws UniqueIndexRejectedJobError when another unique index (the application's) rejects it.
-   * @throws DedupeKeyContendedError when its key keeps changing hands.
    */
-  async insert(doc: NewJobDocument): Promise<JobDocument> {
-    const scope = doc.dedupeScope;
-    if (scope === undefined) {
-      try {
-        return await this.insertOne(doc);
-      } catch (error) {
-        throw codeOf(error) === DUPLICATE_KEY ? this.rejected(error, doc, error) : error;
-      }
-    }
-    return this.insertDeduped(doc, scope);
-  }
-
-  /** Inserts a scheduled tick's job; null when that tick's job already exists (another instance was first). */
-  async insertScheduled(doc: NewJobDocument & { scheduleKey: string }): Promise<JobDocument | null> {
+  async insert(doc: NewJobDocument): Promise<InsertOutcome> {
+    const copy = { ...doc } as JobDocument;
     try {
-      return await this.insertOne(doc);
+      await this.collection.insertOne(copy, INSERT_OPTIONS);
+      return { kind: 'inserted', doc: copy };
     } catch (error) {
       if (codeOf(error) !== DUPLICATE_KEY) throw error;
-      // Only a clash on the tick's own key means another instance was first; an application's index is named.
-      if (isClashOn(error, SCHEDULE_INDEX)) return null;
-      throw this.rejected(error, doc, error);
+      return this.duplicateOutcome(error, doc, error);
     }
   }
 
   /**
-   * Stores many jobs as `insert` does each, in one bulk write and one look-up of the holders of clashing keys;
-   * resolves them in input order. With `ordered: false` the other documents land even when some keys clash.
-   * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `insert` (the documents before it may be stored).
+   * Inserts copies of `docs` in one unordered bulk write (the others land when some clash), resolving each as
+   * `insert` would, in input order.
+   * @throws UniqueIndexRejectedJobError as `insert` (the documents before it may be stored).
    */
-  async insertMany(docs: NewJobDocument[]): Promise<JobDocument[]> {
-    // Copies: the driver writes the generated _id into the objects it inserts.
+  async insertMany(docs: NewJobDocument[]): Promise<InsertOutcome[]> {
     const copies = docs.map((doc) => ({ ...doc }) as JobDocument);
-    let clashing: number[] = [];
+    const outcomes: InsertOutcome[] = copies.map((doc) => ({ kind: 'inserted', doc }));
     try {
       await this.collection.insertMany(copies, { ...INSERT_OPTIONS, ordered: false });
     } catch (error) {
       const duplicates = duplicateKeyErrorsOnly(error);
       if (!duplicates) throw error;
       for (const clash of duplicates.writeErrors) {
-        const doc = docs[clash.index];
-        if (doc.dedupeScope === undefined || !isClashOn(clash, DEDUPE_SCOPE_INDEX))
-          throw this.rejected(clash, doc, error);
+        outcomes[clash.index] = this.duplicateOutcome(clash, docs[clash.index], error);
       }
-      clashing = duplicates.writeErrors.map((e) => e.index);
     }
-    const results: JobDocument[] = copies;
-    if (clashing.length === 0) return results;
-    const scopes = [...new Set(clashing.map((index) => docs[index].dedupeScope as string))];
-    const holders = new Map((await this.findLiveHolders(scopes)).map((job) => [job.dedupeScope as string, job]));
-    for (const index of clashing) {
-      const scope = docs[index].dedupeScope as string;
-      let holder = holders.get(scope);
-      if (!holder) {
-        // The holder finished between the bulk write and the look-up: the first such item takes the key again.
-        holder = await this.insertDeduped(docs[index], scope);
-        holders.set(scope, holder);
-      }
-      results[index] = holder;
-    }
-    return results;
+    return outcomes;
   }
 
   findById(id: Types.ObjectId): Promise<JobDocument | null> {
     return this.collection.findOne({ _id: id });
   }
 
-  /** A copy of `doc` inserted as it is, with its new _id. */
-  private async insertOne(doc: NewJobDocument): Promise<JobDocument> {
-    // A copy: the driver writes the generated _id into the object it inserts.
-    const copy = { ...doc } as JobDocument;
-    await this.collection.insertOne(copy, INSERT_OPTIONS);
-    return copy;
-  }
-
-  /** Inserts a job with a dedupe scope, or resolves the pending/running job of its name that holds the key. */
-  private async insertDeduped(doc: NewJobDocument, scope: string): Promise<JobDocument> {
-    let clash: unknown;
-    for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
-      try {
-        return await this.insertOne(doc);
-      } catch (error) {
-        if (codeOf(error) !== DUPLICATE_KEY) throw error;
-        if (!isClashOn(error, DEDUPE_SCOPE_INDEX)) throw this.rejected(error, doc, error);
-        clash = error;
-      }
-      const [holder] = await this.findLiveHolders([scope]);
-      if (holder) return holder;
-      // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
-      await this.freeStaleScope(scope);
-    }
-    throw new DedupeKeyContendedError(doc.name, doc.dedupeKey as string, DEDUPE_WRITE_TRIES, { cause: clash });
+  /** A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. */
+  private duplicateOutcome(clash: unknown, doc: NewJobDocument, cause: unknown): InsertOutcome {
+    if (doc.dedupeScope !== undefined && isClashOn(clash, DEDUPE_SCOPE_INDEX))
+      return { kind: 'dedupe-clash', error: clash };
+    // Only a clash on the tick's own key means another instance was first; an application's index is named.
+    if (doc.scheduleKey !== undefined && isClashOn(clash, SCHEDULE_INDEX)) return { kind: 'tick-exists' };
+    throw this.rejected(clash, doc, cause);
   }
 
   /** A duplicate key on an index that is not the dedupe scope's: named, so it cannot pass for a dedupe. */
@@ -229,14 +184,15 @@ export class JobsRepository {
   }
 
   /** The pending or running jobs holding these dedupe scopes (the unique index allows one per scope). */
-  private findLiveHolders(scopes: string[]): Promise<JobDocument[]> {
+  findLiveHolders(scopes: string[]): Promise<JobDocument[]> {
     return this.collection.find({ dedupeScope: { $in: scopes }, status: { $in: LIVE } }).toArray();
   }
+
   /**
    * Unsets a scope that a finished row still carries. Only a worker of an older version (which knew no scope)
    * finishes a job without freeing it; a live row never matches, so this cannot take a key from its holder.
    */
-  private async freeStaleScope(scope: string): Promise<void> {
+  async freeStaleScope(scope: string): Promise<void> {
     await this.collection.updateMany({ dedupeScope: scope, status: { $nin: LIVE } }, { $unset: { dedupeScope: '' } });
   }
 
@@ -519,47 +475,6 @@ function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.Upda
     $inc: { attemptCount: 1, fencingToken: 1 },
     $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
   };
-}
-
-function codeOf(error: unknown): unknown {
-  return (error as { code?: unknown } | null)?.code;
-}
-
-/** The write errors of a bulk write that failed only on duplicate keys (the other writes landed); else undefined. */
-function duplicateKeyErrorsOnly(
-  error: unknown,
-): { bulk: mongo.MongoBulkWriteError; writeErrors: mongo.WriteError[] } | undefined {
-  if (!(error instanceof mongo.MongoBulkWriteError)) return undefined;
-  const writeErrors = [error.writeErrors].flat();
-  if (writeErrors.length === 0 || writeErrors.some((e) => e.code !== DUPLICATE_KEY)) return undefined;
-  return { bulk: error, writeErrors };
-}
-
-/**
- * The index a duplicate-key error names and its key fields: from the driver's `keyPattern` when the server sent one,
- * else from the message, which every supported server words `... index: <name> dup key: { <field>: ... }`.
- */
-function clashedIndex(error: unknown): { name?: string; fields?: string[] } {
-  const { errmsg, message, keyPattern } = (error ?? {}) as {
-    errmsg?: unknown;
-    message?: unknown;
-    keyPattern?: unknown;
-  };
-  const text = String(errmsg ?? message ?? '');
-  const name = /index: (\S+)/.exec(text)?.[1];
-  if (keyPattern !== null && typeof keyPattern === 'object') return { name, fields: Object.keys(keyPattern) };
-  const field = /dup key: \{ ?"?([^":\s]+)"?\s*:/.exec(text)?.[1];
-  return { name, fields: field === undefined ? undefined : [field] };
-}
-
-/**
- * A duplicate key on a guarantee index's field, under whatever index name enforces it. A message we cannot read
- * counts as one: for the dedupe scope, the bounded tries of insertDeduped then end in DedupeKeyContendedError.
- */
-function isClashOn(error: unknown, index: GuaranteeIndex): boolean {
-  const { name, fields } = clashedIndex(error);
-  if (fields) return fields.length === 1 && fields[0] === index.field;
-  return name === undefined || name === index.name;
 }
 
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

@@ -8,14 +8,11 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import { DateTime } from 'luxon';
-import { JobHandlerRegistry, type RegisteredJobHandler } from '../discovery/job-handler.registry';
-import { JobDocumentFactory } from '../enqueue/job-document.factory';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry';
+import { JobEnqueuer } from '../enqueue/job-enqueuer.service';
 import { InvalidOptionError } from '../errors/invalid-option.error';
-import { JobEvents } from '../events/job-events';
-import { JobRunner } from '../execution/job-runner.service';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import { JobsRepository } from '../persistence/jobs.repository';
+import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
 import type { CronSchedule } from './cron-schedule';
@@ -24,8 +21,8 @@ import { ZonedCronTime } from './zoned-cron-time';
 
 /**
  * Registers a `@nestjs/schedule` cron job per `@JobHandler({ cron })`. On every tick, every instance tries to
- * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released), so at most one job
- * exists per tick, however many instances run and however late one of them fires. Ticks follow `CronSchedule`'s
+ * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released; `JobEnqueuer`), so at
+ * most one job exists per tick, however many instances run and however late one of them fires. Ticks follow `CronSchedule`'s
  * clock-change rules. A fire that comes after several ticks fell due enqueues the latest and logs the rest: a tick
  * that no instance fired has no job. Schedules were validated when the handlers were registered.
  */
@@ -39,10 +36,7 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
     // Provided by the app's ScheduleModule.forRoot(). We do not import it ourselves: a second forRoot() would
     // start a second orchestrator and run the app's own @Cron methods twice.
     @Optional() @Inject(SchedulerRegistry) private readonly schedulerRegistry: SchedulerRegistry | null,
-    private readonly repository: JobsRepository,
-    private readonly documents: JobDocumentFactory,
-    private readonly runner: JobRunner,
-    private readonly events: JobEvents,
+    private readonly enqueuer: JobEnqueuer,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -74,17 +68,8 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
    * Enqueues the job of one tick unless it exists already. Resolves true when this call created it.
    * Public so a late or repeated tick can be replayed (tests, catch-up tooling).
    */
-  async enqueueTick(handler: RegisteredJobHandler, tick: Date): Promise<boolean> {
-    const scheduledFor = DateTime.fromJSDate(tick, { zone: 'utc' }).toISO() ?? tick.toISOString();
-    const doc = {
-      ...this.documents.build(handler.name, { scheduledFor }, { runAt: tick }),
-      scheduleKey: `cron:${handler.name}:${scheduledFor}`,
-    };
-    const stored = await this.repository.insertScheduled(doc);
-    if (!stored) return false;
-    this.runner.notifyEnqueued();
-    this.events.emit('enqueued', { jobId: stored._id.toHexString(), name: stored.name, attempt: 0 });
-    return true;
+  enqueueTick(handler: RegisteredJobHandler, tick: Date): Promise<boolean> {
+    return this.enqueuer.enqueueTick(handler.name, tick);
   }
 
   private start(registry: SchedulerRegistry, handler: RegisteredJobHandler, schedule: CronSchedule): void {

@@ -1,9 +1,11 @@
 import { DateTime } from 'luxon';
 
 /**
- * Worker-side time. Every timestamp the library writes comes from here, never from the server
- * ($currentDate/$$NOW are outside the MongoDB subset we rely on). Reading it through luxon keeps one clock
- * source (`Settings.now`) for this and the time-zone math of cron schedules.
+ * Worker-side wall time for what the library writes and compares with stored dates (runAt, claim and lease
+ * deadlines in filters, finishedAt…), never the server's ($currentDate/$$NOW are outside the MongoDB subset we rely
+ * on). Read through luxon so tests can move it (`Settings.now`) for this and the time-zone math of cron schedules
+ * alike. In-process timing (the lease's watchdog and renewal deadlines, shutdown and outcome-write budgets) reads
+ * `Date.now` instead, the clock jest's fake timers drive; both are the same system clock in production.
  */
 export function now(): Date {
   return DateTime.now().toJSDate();

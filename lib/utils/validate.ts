@@ -27,10 +27,16 @@ export function nonEmptyString(option: string, value: unknown, maxLength = 200):
 /**
  * A duration in ms above 0 (or at least 0 with `allowZero`) and at most `max`: MAX_DURATION_MS (~31 years) keeps
  * every deadline a valid Date; MAX_TIMER_MS is for values handed to setTimeout, which fires at once past it.
+ * The one duration rule: options (`duration`) and `extendLockTime` (InvalidDurationError) both check it here.
  */
+export function isDuration(value: unknown, max = MAX_DURATION_MS, allowZero = false): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 && (value > 0 || allowZero) && value <= max;
+}
+
+/** `isDuration`, or an InvalidOptionError naming the option. */
 export function duration(option: string, value: unknown, max = MAX_DURATION_MS, allowZero = false): number {
-  const low = allowZero ? 'at least 0' : 'above 0';
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero) || value > max) {
+  if (!isDuration(value, max, allowZero)) {
+    const low = allowZero ? 'at least 0' : 'above 0';
     throw new InvalidOptionError(option, value, `must be a number of milliseconds ${low} and at most ${max}`);
   }
   return value;

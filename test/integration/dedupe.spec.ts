@@ -71,6 +71,31 @@ describe('dedupeKey', () => {
     expect(new Set(results.map((r) => r.id)).size).toBe(3);
   });
 
+  it('tells the caller whether a job was stored or deduplicated, and emits enqueued once per stored job', async () => {
+    const [a] = producers;
+    const events: { jobId: string; type: string }[] = [];
+    const subscription = a.jobs.events$.subscribe((event) => events.push(event));
+    try {
+      const first = await a.jobs.enqueue('sync', null, { dedupeKey: 'told:1' });
+      const second = await a.jobs.enqueue('sync', null, { dedupeKey: 'told:1' });
+      const plain = await a.jobs.enqueue('sync');
+      const many = await a.jobs.enqueueMany([
+        { name: 'sync', options: { dedupeKey: 'told:1' } },
+        { name: 'sync', options: { dedupeKey: 'told:2' } },
+        { name: 'sync', options: { dedupeKey: 'told:2' } },
+      ]);
+      expect([first, second, plain].map((job) => job.deduplicated)).toEqual([false, true, false]);
+      expect(second.id).toBe(first.id);
+      expect(many.map((job) => job.deduplicated)).toEqual([true, false, true]);
+      const enqueued = events.filter((event) => event.type === 'enqueued').map((event) => event.jobId);
+      expect(enqueued).toEqual([first.id, plain.id, many[1].id]);
+      // A record read back is not an enqueue result: it says nothing about deduplication.
+      expect(await a.jobs.findById(first.id)).not.toHaveProperty('deduplicated');
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+
   it('scopes keys by job name: a key held by another name does not swallow the job', async () => {
     const [a, b] = producers;
     const sync = await a.jobs.enqueue('sync', null, { dedupeKey: 'user-1' });
@@ -117,6 +142,29 @@ describe('dedupeKey', () => {
     const fresh = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' });
     expect(fresh.id).not.toBe(job.id);
     expect((await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:1' })).id).toBe(fresh.id);
+  });
+
+  it('gives up with DedupeKeyContendedError, storing nothing, when the key is never free nor held', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'contended:1' });
+    // A finished row keeps the scope, and every attempt to free it loses to another writer putting it back.
+    await a.connection
+      .collection('jobs')
+      .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { status: 'completed' } });
+    const free = a.repository.freeStaleScope.bind(a.repository);
+    let frees = 0;
+    a.repository.freeStaleScope = async () => {
+      frees += 1;
+    };
+    try {
+      const attempt = a.jobs.enqueue('sync', { lost: true }, { dedupeKey: 'contended:1' });
+      await expect(attempt).rejects.toMatchObject({ name: 'DedupeKeyContendedError', tries: 5, jobName: 'sync' });
+      await expect(attempt).rejects.toHaveProperty('cause.code', 11000);
+      expect(frees).toBe(5);
+      expect(await a.connection.collection('jobs').countDocuments({ 'payload.lost': true })).toBe(0);
+    } finally {
+      a.repository.freeStaleScope = free;
+    }
   });
 
   it('retry frees a scope that a worker of an older version left on a finished job, and takes the key back', async () => {

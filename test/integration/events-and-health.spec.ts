@@ -51,6 +51,31 @@ describe('events and health', () => {
     expect(JSON.stringify(mine)).not.toContain('do-not-leak');
   });
 
+  it('emits enqueued before started even when the worker here starts the job before the insert is acknowledged', async () => {
+    const events: JobEvent[] = [];
+    const subscription = app.jobs.events$.subscribe((event) => events.push(event));
+    // The insert lands, but its acknowledgement reaches the enqueuer only after this process's worker ran the job.
+    const insert = app.repository.insert.bind(app.repository);
+    app.repository.insert = async (doc) => {
+      const outcome = await insert(doc);
+      const id = outcome.kind === 'inserted' ? outcome.doc._id : undefined;
+      await waitFor(
+        async () => (await app.connection.collection('jobs').findOne({ _id: id }))?.status === 'completed',
+        'the job to run',
+      );
+      return outcome;
+    };
+    try {
+      const job = await app.jobs.enqueue('flaky-once', {});
+      await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completion event');
+      const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
+      expect(mine).toEqual(['enqueued', 'started', 'retrying', 'started', 'completed']);
+    } finally {
+      app.repository.insert = insert;
+      subscription.unsubscribe();
+    }
+  });
+
   it('isolates a throwing events$ subscriber: the job still completes and nothing reaches RxJS as unhandled', async () => {
     const unhandled: unknown[] = [];
     const previous = rxjsConfig.onUnhandledError;

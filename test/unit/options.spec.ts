@@ -1,6 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionError } from '../../lib';
 import { resolveJobsOptions } from '../../lib/jobs-options.resolver';
+import { heartbeatIntervalFor } from '../../lib/lease/lease-heartbeat.service';
 
 describe('resolveJobsOptions', () => {
   it('derives heartbeatIntervalMs from leaseMs', () => {
@@ -32,5 +33,17 @@ describe('resolveJobsOptions', () => {
   it('keeps runOnly without duplicates, and leaves it unset by default (every handled name)', () => {
     expect(resolveJobsOptions({ runOnly: ['heavy', 'heavy', 'video'] }).runOnly).toEqual(['heavy', 'video']);
     expect(resolveJobsOptions({}).runOnly).toBeUndefined();
+  });
+});
+
+describe("heartbeatIntervalFor (a handler's lease against the module's)", () => {
+  const module = { leaseMs: 30_000, heartbeatIntervalMs: 5_000 };
+
+  it("renews a handler on the module's lease at the module's (configured) interval", () => {
+    expect(heartbeatIntervalFor(30_000, module)).toBe(5_000);
+  });
+
+  it('renews a longer handler lease at a third of it', () => {
+    expect(heartbeatIntervalFor(90_000, module)).toBe(30_000);
   });
 });

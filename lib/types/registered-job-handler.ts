@@ -1,0 +1,21 @@
+import type { BackoffOptions } from '../jobs.options';
+import type { CronSchedule } from '../schedule/cron-schedule';
+import type { JobExecutionContext } from './job-execution-context';
+
+export type BoundJobHandler = (payload: unknown, ctx: JobExecutionContext) => unknown;
+
+/** A handler with its options resolved against the module's. */
+export interface RegisteredJobHandler {
+  name: string;
+  handler: BoundJobHandler;
+  /** `Class.method`, for messages. */
+  site: string;
+  concurrency: number;
+  maxAttempts: number;
+  backoff: BackoffOptions;
+  /** At least the module's `leaseMs`; the heartbeat derives its renewal interval from it (`LeaseHeartbeat.open`). */
+  leaseMs: number;
+  timeoutMs: number | undefined;
+  /** Schedule, when `cron` was given: parsed, and known to match some date. */
+  schedule: CronSchedule | undefined;
+}
