@@ -1,21 +1,18 @@
-import { Body, Controller, Get, HttpException, HttpStatus, NotFoundException, Param, Post } from '@nestjs/common';
-import { JobsError, JobsService } from '../lib';
+import { Body, Controller, Get, Param, Post, UseFilters } from '@nestjs/common';
+import { JobsExceptionFilter, JobsService, requireJob } from '../lib';
 
-/** A small REST face on JobsService: enqueue by name with a JSON payload, read a job back. */
+/**
+ * A small REST face on JobsService: enqueue by name with a JSON payload, read a job back. No try/catch: the filter
+ * answers the library's errors (400 unknown name or bad payload, 404 malformed or unknown id).
+ */
 @Controller('jobs')
+@UseFilters(JobsExceptionFilter)
 export class JobsController {
   constructor(private readonly jobs: JobsService) {}
 
   @Post(':name')
-  async enqueue(@Param('name') name: string, @Body() payload: unknown) {
-    try {
-      return await this.jobs.enqueue(name, payload ?? {});
-    } catch (error) {
-      // Validation errors are the caller's fault: say what was wrong.
-      if (error instanceof JobsError)
-        throw new HttpException({ error: error.name, message: error.message }, HttpStatus.BAD_REQUEST);
-      throw error;
-    }
+  enqueue(@Param('name') name: string, @Body() payload: unknown) {
+    return this.jobs.enqueue(name, payload ?? {});
   }
 
   @Get('stats')
@@ -24,15 +21,7 @@ export class JobsController {
   }
 
   @Get(':id')
-  async find(@Param('id') id: string) {
-    try {
-      const job = await this.jobs.findById(id);
-      if (!job) throw new NotFoundException(`No job ${id}`);
-      return job;
-    } catch (error) {
-      if (error instanceof JobsError)
-        throw new HttpException({ error: error.name, message: error.message }, HttpStatus.BAD_REQUEST);
-      throw error;
-    }
+  find(@Param('id') id: string) {
+    return requireJob(id, this.jobs.findById(id));
   }
 }

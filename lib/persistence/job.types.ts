@@ -23,7 +23,13 @@ export interface JobRecord<TPayload = unknown> {
   runAt: Date;
   /** Higher runs first. */
   priority: number;
-  /** Attempts that ended without success (a lost lease counts). */
+  /**
+   * Attempts that ended without success: each handler run that failed (threw, timed out, `UnrecoverableJobError`)
+   * and each reclaim of a run whose lease ran out (`LeaseExpired`, its worker died). A success, a release at shutdown
+   * and a cancel add nothing, so a job completed on its first try has 0 while its handler saw `ctx.attempt` 1
+   * (`ctx.attempt` is `attemptCount + 1` when the run starts). The job is dead once it reaches `maxAttempts`;
+   * `retry()` resets it to 0 (`attempts[]` keeps the history).
+   */
   attemptCount: number;
   maxAttempts: number;
   /** Most recent failed attempts, oldest first. */

@@ -55,10 +55,19 @@ describe('sample app over HTTP', () => {
     expect(body.attempts.map((a) => a.error)).toEqual(['flaky failure 1', 'flaky failure 2']);
   });
 
-  it('answers 400 with the typed error for an unknown job or a malformed id, 404 for a missing job', async () => {
-    expect(await post('/jobs/nope', {})).toMatchObject({ status: 400, body: { error: 'UnknownJobError' } });
-    expect(await get('/jobs/%7B%24ne%3Anull%7D')).toMatchObject({ status: 400, body: { error: 'InvalidJobIdError' } });
-    expect((await get('/jobs/0123456789abcdef01234567')).status).toBe(404);
+  it('answers through JobsExceptionFilter: 400 for an unknown job, 404 for a malformed id or a missing job', async () => {
+    expect(await post('/jobs/nope', {})).toMatchObject({
+      status: 400,
+      body: { statusCode: 400, error: 'UnknownJobError' },
+    });
+    expect(await get('/jobs/%7B%24ne%3Anull%7D')).toMatchObject({
+      status: 404,
+      body: { statusCode: 404, error: 'InvalidJobIdError' },
+    });
+    expect(await get('/jobs/0123456789abcdef01234567')).toMatchObject({
+      status: 404,
+      body: { statusCode: 404, error: 'JobNotFoundError', message: 'No job 0123456789abcdef01234567' },
+    });
   });
 
   it('reports GET /health up', async () => {

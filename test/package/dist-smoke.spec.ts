@@ -51,4 +51,8 @@ const EXPECTED_EXPORTS = [
   'JobsModuleImportedTwiceError',
   'MongooseConnectionMissingError',
   'RequestScopedJobHandlerError',
+  'JobNotFoundError',
+  'JobsExceptionFilter',
+  'jobErrorStatus',
+  'requireJob',
 ];

@@ -1,0 +1,76 @@
+import { HttpStatus } from '@nestjs/common';
+import { DedupeConflictError } from '../errors/dedupe-conflict.error';
+import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
+import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
+import { IndexConflictError } from '../errors/index-conflict.error';
+import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
+import { InvalidDurationError } from '../errors/invalid-duration.error';
+import { InvalidJobIdError } from '../errors/invalid-job-id.error';
+import { InvalidOptionError } from '../errors/invalid-option.error';
+import { InvalidPayloadError } from '../errors/invalid-payload.error';
+import { JobCancelledError } from '../errors/job-cancelled.error';
+import { JobNotFoundError } from '../errors/job-not-found.error';
+import { JobTimeoutError } from '../errors/job-timeout.error';
+import { JobsError } from '../errors/jobs.error';
+import { JobsModuleImportedTwiceError } from '../errors/jobs-module-imported-twice.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { MongooseConnectionMissingError } from '../errors/mongoose-connection-missing.error';
+import { RequestScopedJobHandlerError } from '../errors/request-scoped-job-handler.error';
+import { RetryContendedError } from '../errors/retry-contended.error';
+import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
+import { UnknownJobError } from '../errors/unknown-job.error';
+import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
+import { WorkerShutdownError } from '../errors/worker-shutdown.error';
+
+type JobsErrorClass = abstract new (...args: never[]) => JobsError;
+
+/**
+ * The one table of library error → HTTP status, for every HTTP surface (the exception filter, the dashboard API).
+ * `undefined` means "not about the request": such errors go on to the application's default handling (500).
+ */
+const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
+  // Malformed or unknown id: to the caller, an id that cannot exist and one that does not are the same thing.
+  [InvalidJobIdError, HttpStatus.NOT_FOUND],
+  [JobNotFoundError, HttpStatus.NOT_FOUND],
+  // Invalid input: fixing the request fixes it.
+  [InvalidPayloadError, HttpStatus.BAD_REQUEST],
+  [InvalidOptionError, HttpStatus.BAD_REQUEST],
+  [InvalidDurationError, HttpStatus.BAD_REQUEST],
+  [UnknownJobError, HttpStatus.BAD_REQUEST],
+  // Wrong state or contention: a valid request that the jobs stored right now do not allow; nothing was written.
+  // Another job holds the dedupe key: retry after it finishes or is cancelled.
+  [DedupeConflictError, HttpStatus.CONFLICT],
+  // The job (or its key) kept changing under concurrent writers: the same request may succeed when sent again.
+  [RetryContendedError, HttpStatus.CONFLICT],
+  [DedupeKeyContendedError, HttpStatus.CONFLICT],
+  // An application's unique index already holds a job with the same value: a clash with stored data, as 409 means.
+  [UniqueIndexRejectedJobError, HttpStatus.CONFLICT],
+  // Bootstrap errors: a misconfigured application, never the caller's fault.
+  [DuplicateJobHandlerError, undefined],
+  [IndexConflictError, undefined],
+  [IndexSetupTimeoutError, undefined],
+  [JobsModuleImportedTwiceError, undefined],
+  [MongooseConnectionMissingError, undefined],
+  [RequestScopedJobHandlerError, undefined],
+  // Handler-side reasons a running job stops; one that reaches a request is a server bug.
+  [JobCancelledError, undefined],
+  [JobTimeoutError, undefined],
+  [LeaseLostError, undefined],
+  [WorkerShutdownError, undefined],
+  [UnrecoverableJobError, undefined],
+]);
+
+/**
+ * The HTTP status that answers a library error (a subclass answers like its nearest listed ancestor), or `undefined`
+ * for anything else: errors that are not about the request, and every error this library did not throw.
+ * @example jobErrorStatus(new InvalidJobIdError('x')) // 404
+ */
+export function jobErrorStatus(error: unknown): HttpStatus | undefined {
+  if (!(error instanceof JobsError)) return undefined;
+  // Prototypes, not `error.constructor`: an own `constructor` property could otherwise loop or lie.
+  for (let proto = Object.getPrototypeOf(error); proto !== null; proto = Object.getPrototypeOf(proto)) {
+    const type = proto.constructor as JobsErrorClass;
+    if (STATUS_BY_ERROR.has(type)) return STATUS_BY_ERROR.get(type);
+  }
+  return undefined;
+}

@@ -1,0 +1,239 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  Body,
+  Controller,
+  ForbiddenException,
+  Get,
+  type INestApplication,
+  Injectable,
+  Module,
+  Param,
+  Post,
+  type Provider,
+  UseFilters,
+} from '@nestjs/common';
+import { APP_FILTER, NestFactory } from '@nestjs/core';
+import { MongooseModule } from '@nestjs/mongoose';
+import {
+  type EnqueueOptions,
+  InvalidJobIdError,
+  JobHandler,
+  JobsExceptionFilter,
+  JobsModule,
+  JobsService,
+  JobTimeoutError,
+  requireJob,
+} from '../../lib';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+/** A JSON answer: its status and body. */
+interface Answer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+async function listen(
+  app: INestApplication,
+): Promise<(method: 'GET' | 'POST', path: string, body?: unknown) => Promise<Answer>> {
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  return async (method, path, body) => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+}
+
+@Injectable()
+class Handlers {
+  @JobHandler('report')
+  async report(): Promise<void> {}
+}
+
+/** What an application writes: no try/catch, library errors become statuses through the filter. */
+@Controller('jobs')
+class JobsApiController {
+  constructor(private readonly jobs: JobsService) {}
+
+  @Post(':name')
+  enqueue(@Param('name') name: string, @Body() body: { payload?: unknown; options?: EnqueueOptions }) {
+    return this.jobs.enqueue(name, body.payload, body.options);
+  }
+
+  @Get(':id')
+  find(@Param('id') id: string) {
+    return requireJob(id, this.jobs.findById(id));
+  }
+
+  @Post(':id/cancel')
+  cancel(@Param('id') id: string) {
+    return requireJob(id, this.jobs.cancel(id));
+  }
+
+  @Post(':id/retry')
+  retry(@Param('id') id: string) {
+    return requireJob(id, this.jobs.retry(id));
+  }
+}
+
+/** Errors that are not the filter's to answer. */
+@Controller('other')
+class OtherController {
+  @Get('crash')
+  crash(): never {
+    throw new Error('database password is hunter2');
+  }
+
+  @Get('forbidden')
+  forbidden(): never {
+    throw new ForbiddenException('not yours');
+  }
+
+  @Get('timeout')
+  timeout(): never {
+    // A library error about a handler, not about the request: the table passes it on.
+    throw new JobTimeoutError('0123456789abcdef01234567', 5);
+  }
+}
+
+describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
+  let app: INestApplication;
+  let request: Awaited<ReturnType<typeof listen>>;
+
+  beforeAll(async () => {
+    @Module({
+      imports: [
+        MongooseModule.forRoot(testMongoUri(), { dbName: uniqueDatabaseName('exception-filter') }),
+        JobsModule.forRoot({ worker: false }),
+      ],
+      controllers: [JobsApiController, OtherController],
+      providers: [Handlers],
+    })
+    class AppModule {}
+
+    app = await NestFactory.create(AppModule, { logger: false });
+    app.useGlobalFilters(new JobsExceptionFilter(app.getHttpAdapter()));
+    request = await listen(app);
+  });
+  afterAll(() => app?.close());
+
+  it('answers 404 for a malformed id and for an id no job has', async () => {
+    expect(await request('GET', '/jobs/%7B%24ne%3Anull%7D')).toEqual({
+      status: 404,
+      body: {
+        statusCode: 404,
+        error: 'InvalidJobIdError',
+        message: 'Invalid job id "{$ne:null}": expected a 24-character hex string',
+      },
+    });
+    expect(await request('POST', '/jobs/0123456789abcdef01234567/cancel')).toEqual({
+      status: 404,
+      body: { statusCode: 404, error: 'JobNotFoundError', message: 'No job 0123456789abcdef01234567' },
+    });
+    expect(await request('POST', '/jobs/0123456789abcdef01234567/retry')).toMatchObject({ status: 404 });
+    expect(await request('GET', '/jobs/0123456789abcdef01234567')).toMatchObject({ status: 404 });
+  });
+
+  it('answers 400 for an unknown job name, a payload MongoDB cannot store and an invalid option', async () => {
+    expect(await request('POST', '/jobs/nope', {})).toMatchObject({
+      status: 400,
+      body: { statusCode: 400, error: 'UnknownJobError', message: expect.stringContaining('"nope"') },
+    });
+    expect(await request('POST', '/jobs/report', { payload: { $where: 'sleep(1000)' } })).toMatchObject({
+      status: 400,
+      body: { statusCode: 400, error: 'InvalidPayloadError', message: expect.stringContaining('payload.$where') },
+    });
+    expect(await request('POST', '/jobs/report', { options: { delayMs: -1 } })).toMatchObject({
+      status: 400,
+      body: { statusCode: 400, error: 'InvalidOptionError', message: expect.stringContaining('delayMs') },
+    });
+  });
+
+  it('answers 409 when retry meets another job holding the dedupe key, and the job is unchanged', async () => {
+    const first = await request('POST', '/jobs/report', { options: { dedupeKey: 'monthly' } });
+    expect(first.status).toBe(201);
+    expect(await request('POST', `/jobs/${first.body.id}/cancel`)).toMatchObject({
+      status: 201,
+      body: { status: 'cancelled' },
+    });
+    const second = await request('POST', '/jobs/report', { options: { dedupeKey: 'monthly' } });
+    expect(second.body.id).not.toBe(first.body.id);
+
+    expect(await request('POST', `/jobs/${first.body.id}/retry`)).toEqual({
+      status: 409,
+      body: {
+        statusCode: 409,
+        error: 'DedupeConflictError',
+        message: expect.stringContaining(`job ${second.body.id} holds its dedupeKey "monthly"`),
+      },
+    });
+    expect(await request('GET', `/jobs/${first.body.id}`)).toMatchObject({
+      status: 200,
+      body: { status: 'cancelled' },
+    });
+  });
+
+  it('leaves other errors to Nest: 500 without details, HttpExceptions and undecided library errors as they are', async () => {
+    expect(await request('GET', '/other/crash')).toEqual({
+      status: 500,
+      body: { statusCode: 500, message: 'Internal server error' },
+    });
+    expect(await request('GET', '/other/forbidden')).toEqual({
+      status: 403,
+      body: { statusCode: 403, error: 'Forbidden', message: 'not yours' },
+    });
+    expect(await request('GET', '/other/timeout')).toEqual({
+      status: 500,
+      body: { statusCode: 500, message: 'Internal server error' },
+    });
+  });
+});
+
+/** Nest builds the filter itself here (no adapter passed in): it must still find the HTTP adapter. */
+describe('JobsExceptionFilter instantiated by Nest', () => {
+  @Controller('filtered')
+  @UseFilters(JobsExceptionFilter)
+  class FilteredController {
+    @Get('bad-id')
+    badId(): never {
+      throw new InvalidJobIdError('nope');
+    }
+
+    @Get('crash')
+    crash(): never {
+      throw new Error('boom');
+    }
+  }
+
+  @Controller('unfiltered')
+  class UnfilteredController {
+    @Get('bad-id')
+    badId(): never {
+      throw new InvalidJobIdError('nope');
+    }
+  }
+
+  it.each<[string, Provider[]]>([
+    ['@UseFilters(JobsExceptionFilter)', []],
+    ['an APP_FILTER provider', [{ provide: APP_FILTER, useClass: JobsExceptionFilter }]],
+  ])('through %s', async (how, providers) => {
+    @Module({ controllers: [FilteredController, UnfilteredController], providers })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    try {
+      const request = await listen(app);
+      expect(await request('GET', '/filtered/bad-id')).toEqual({
+        status: 404,
+        body: { statusCode: 404, error: 'InvalidJobIdError', message: expect.stringContaining('"nope"') },
+      });
+      expect(await request('GET', '/filtered/crash')).toMatchObject({ status: 500 });
+      // Only the global registration reaches a controller without @UseFilters.
+      expect((await request('GET', '/unfiltered/bad-id')).status).toBe(how === 'an APP_FILTER provider' ? 404 : 500);
+    } finally {
+      await app.close();
+    }
+  });
+});
