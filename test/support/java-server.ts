@@ -1,4 +1,4 @@
-import { type ChildProcessByStdio, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcessByStdio, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -38,11 +38,17 @@ export function ensureJavaServerJars(): string {
     );
   }
   mkdirSync(JAR_DIR, { recursive: true });
-  execFileSync(
+  // Maven's output is kept for a failure only: even `-q -B` prints stray colour codes on success.
+  const mvn = spawnSync(
     'mvn',
     ['-q', '-B', '-f', join(SERVER_DIR, 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${JAR_DIR}`],
-    { stdio: ['ignore', 'inherit', 'inherit'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' },
   );
+  if (mvn.status !== 0) {
+    throw new Error(
+      `mvn could not fetch mongo-java-server into ${JAR_DIR} (exit ${mvn.status ?? mvn.signal}):\n${mvn.stdout}${mvn.stderr}`,
+    );
+  }
   return JAR_DIR;
 }
 

@@ -21,9 +21,26 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-async function tryMemoryServer(log: (line: string) => void): Promise<TestMongoServer | undefined> {
+/** An error's message on one line (download errors put their cause on a second line). */
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+/**
+ * mongodb-memory-server, when it can provide a binary; otherwise one log line and `undefined`. The binary is
+ * looked up (and downloaded) first, on its own: `MongoMemoryServer.create` prints a multi-line warning with
+ * a stack trace to stderr when it fails, which is noise when the only problem is that no binary is available.
+ */
+export async function startMemoryServer(log: (line: string) => void): Promise<TestMongoServer | undefined> {
+  const { MongoBinary, MongoMemoryServer } = await import('mongodb-memory-server');
   try {
-    const { MongoMemoryServer } = await import('mongodb-memory-server');
+    await withTimeout(MongoBinary.getPath(), MEMORY_SERVER_TIMEOUT_MS, 'the MongoDB binary download');
+  } catch (error) {
+    log(`mongodb-memory-server: no MongoDB binary (${oneLine(error)}); trying the in-memory Java test server`);
+    return undefined;
+  }
+  try {
     const server = await withTimeout(MongoMemoryServer.create(), MEMORY_SERVER_TIMEOUT_MS, 'mongodb-memory-server');
     const uri = server.getUri();
     return {
@@ -35,8 +52,7 @@ async function tryMemoryServer(log: (line: string) => void): Promise<TestMongoSe
       },
     };
   } catch (error) {
-    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    log(`mongodb-memory-server unavailable: ${reason}`);
+    log(`mongodb-memory-server could not start its binary (${oneLine(error)}); trying the in-memory Java test server`);
     return undefined;
   }
 }
@@ -55,7 +71,7 @@ export async function startTestMongoServer(log: (line: string) => void): Promise
       stop: async () => {},
     };
   }
-  const memory = await tryMemoryServer(log);
+  const memory = await startMemoryServer(log);
   if (memory) return memory;
   const java = await startJavaServer();
   return {
