@@ -47,6 +47,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /** Epoch ms after which no write is waited for any more (set when shutdown begins). */
   private shutdownDeadline: number | undefined;
   private lastPollAt: Date | null = null;
+  /** When the poll loop started: a loop still in its first poll is measured from here. */
+  private loopStartedAt: Date | null = null;
   private lastError: string | null = null;
   /** Polls in a row whose claim threw (reset by any claim that did not): the loop polls on time but takes nothing. */
   private consecutiveClaimFailures = 0;
@@ -63,6 +65,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   onApplicationBootstrap(): void {
     if (this.options.worker && !this.loop) {
       this.logger.log(`Worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
+      this.loopStartedAt = now();
       this.loop = this.pollLoop();
     }
   }
@@ -93,6 +96,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     polling: boolean;
     running: number;
     lastPollAt: Date | null;
+    /** When the loop last showed progress: its last finished poll, or its start while the first poll runs. */
+    progressAt: Date | null;
     lastError: string | null;
     consecutiveClaimFailures: number;
   } {
@@ -100,6 +105,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       polling: this.loop !== undefined && !this.stopping,
       running: this.running.size,
       lastPollAt: this.lastPollAt,
+      progressAt: this.lastPollAt ?? this.loopStartedAt,
       lastError: this.lastError,
       consecutiveClaimFailures: this.consecutiveClaimFailures,
     };

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { filter, map, config as rxjsConfig } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobsHealthModule } from '../../lib/health';
+import { JobsRepository } from '../../lib/persistence/jobs.repository';
 // The sample's controller is exactly what a user writes: test that one rather than a copy.
 import { HealthController } from '../../sample/health.controller';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -143,5 +145,40 @@ describe('health of a producer-only process', () => {
     await app.close();
     const closed = await app.jobs.workerStatus({ timeoutMs: 200 });
     expect(closed).toMatchObject({ status: 'down', database: 'down' });
+  });
+});
+
+describe('health of a worker that just booted', () => {
+  it('reports a worker still in its first poll up, measured from the loop start, and down once that poll stalls', async () => {
+    const firstPoll = deferred();
+    /** Holds the worker's very first claim, installed before the poll loop starts (onModuleInit runs first). */
+    @Injectable()
+    class SlowFirstPoll implements OnModuleInit {
+      constructor(private readonly moduleRef: ModuleRef) {}
+      onModuleInit() {
+        const repository = this.moduleRef.get(JobsRepository, { strict: false });
+        const take = repository.take.bind(repository);
+        repository.take = async (...args) => {
+          await firstPoll.promise;
+          return take(...args);
+        };
+      }
+    }
+    const booting = await createJobsTestApp({
+      dbName: uniqueDatabaseName('first_poll'),
+      options: { pollIntervalMs: 500 },
+      providers: [SlowFirstPoll, EventHandlers],
+    });
+    try {
+      const fresh = await booting.jobs.workerStatus();
+      expect(fresh).toMatchObject({ status: 'up', lastPollAt: null });
+      await waitFor(async () => (await booting.jobs.workerStatus()).status === 'down', 'status down', 5_000);
+      expect((await booting.jobs.workerStatus()).reason).toContain('has not finished a poll within 1500 ms');
+      firstPoll.resolve();
+      await waitFor(async () => (await booting.jobs.workerStatus()).status === 'up', 'status up', 5_000);
+    } finally {
+      firstPoll.resolve();
+      await booting.close();
+    }
   });
 });
