@@ -1,10 +1,12 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { LeaseLostError } from '../errors/lease-lost.error';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
+import { errorInfo } from '../utils/error-info';
+import { HeartbeatClock } from './heartbeat-clock';
 import { Lease } from './lease';
 
 /** The claimed row a lease is opened on, and the lease its handler asked for. */
@@ -25,6 +27,12 @@ export interface LeaseTerms {
  */
 @Injectable()
 export class LeaseHeartbeat {
+  private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+  /** One clock for every lease of this process, so leases due together beat (and renew) together. */
+  private readonly clock = new HeartbeatClock(undefined, (error) =>
+    this.logger.error(`A lease heartbeat failed: ${errorInfo(error).message}`),
+  );
+
   constructor(
     private readonly repository: JobsRepository,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -46,6 +54,7 @@ export class LeaseHeartbeat {
       relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onRenewed: hooks.onRenewed,
+      heartbeatClock: this.clock,
     });
   }
 }

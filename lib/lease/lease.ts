@@ -3,6 +3,7 @@ import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { MAX_TIMER_MS } from '../jobs.constants';
 import { isDuration } from '../utils/validate';
+import { HeartbeatClock, type HeartbeatListener, type ScheduledBeat } from './heartbeat-clock';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` on
@@ -39,6 +40,11 @@ export interface LeaseConfig {
   relinquish?: (until: Date) => Promise<void>;
   /** Clock, defaults to `Date.now` (tests use jest fake timers, which also fake `Date.now`). */
   now?: () => number;
+  /**
+   * Shared by the leases of a process, so leases due together beat together (see HeartbeatClock); a lease of its
+   * own when not given.
+   */
+  heartbeatClock?: HeartbeatClock;
 }
 
 /** Diagnostics for tests and benchmarks. */
@@ -77,26 +83,34 @@ function createRequest(ms: number): RenewalRequest {
 
 const ignore = (): void => {};
 
+/** A beat may run this fraction of its interval early, to share a timer and a round trip with others due then. */
+const BEAT_EARLY_FRACTION = 0.1;
+
 /**
  * The lease of one execution: a single-flight, coalescing renewal pipeline plus a watchdog.
  *
  * - Every renewal request (the automatic heartbeat every `heartbeatIntervalMs`, and every
  *   {@link Lease.extend}) goes into one pending slot; while it waits, the longest duration wins.
  *   A `Subject` trigger feeds `exhaustMap`, so exactly one owner-fenced write is in flight at any
- *   moment and a burst of any size causes at most one follow-up write.
+ *   moment and a burst of any size causes at most one follow-up write. The pipeline is built at the first
+ *   request: a job that ends before its first renewal never builds one.
+ * - Heartbeats come from a {@link HeartbeatClock} shared by the process's leases (no timer per lease), up to
+ *   a tenth of the interval early when that lets them beat with others.
  * - A write asks for `renewalStartedAt + ms`, where `renewalStartedAt` is when the write starts.
- * - The watchdog is zero or one timer. After each successful renewal it is re-armed for
+ * - The watchdog is zero or one timer. It is armed at the first beat (which comes before the claim's
+ *   deadline), or at start when the first beat would not, and re-armed after each successful renewal for
  *   `lockedUntil - now()`, so database latency eats into the lease. A renewal in flight never
  *   disarms it: a hung renewal still lets the execution go stale at the old deadline.
  * - Terminal states win: after {@link Lease.close} or stale, nothing is written and no timer is
  *   armed, whatever is still in flight; a late write result is ignored.
  */
-export class Lease {
+export class Lease implements HeartbeatListener {
   private readonly now: () => number;
-  private readonly trigger = new Subject<void>();
-  private readonly subscription: Subscription;
-  /** The first-beat timeout, then the heartbeat interval (one at a time). */
-  private heartbeat: ReturnType<typeof setTimeout> | undefined;
+  /** The single-flight pipeline, built at the first renewal request. */
+  private pipeline: { trigger: Subject<void>; subscription: Subscription } | undefined;
+  private clock: HeartbeatClock | undefined;
+  /** The next beat on the heartbeat clock (one at a time). */
+  private heartbeat: ScheduledBeat | undefined;
   private watchdog: ReturnType<typeof setTimeout> | undefined;
   private deadline: number;
   /** The coalescing slot: at most one request waits for a write. */
@@ -108,11 +122,8 @@ export class Lease {
   /** Set by stopRenewing(): the lease is left to run out at its current deadline. */
   private renewalsStopped = false;
   private handedBack = false;
+  private lostPromise: Promise<LeaseLostError> | undefined;
   private resolveLost: (error: LeaseLostError) => void = ignore;
-  /** Resolves with the stale error when the lease is lost; never settles if the lease closes first. */
-  readonly lost: Promise<LeaseLostError> = new Promise((resolve) => {
-    this.resolveLost = resolve;
-  });
   private staleError: LeaseLostError | null = null;
   private writeCount = 0;
   private inFlight = 0;
@@ -126,32 +137,48 @@ export class Lease {
     // Looked up at call time, so a clock faked after construction is still honoured.
     this.now = config.now ?? (() => Date.now());
     this.deadline = config.lockedUntil.getTime();
-    this.subscription = this.trigger
-      .pipe(exhaustMap(() => defer(() => this.write()).pipe(finalize(() => this.scheduleFollowUp()))))
-      .subscribe();
   }
 
-  /** Arms the first watchdog at `config.lockedUntil` and starts the heartbeat interval. No-op if repeated. */
+  /** Resolves with the stale error when the lease is lost; never settles if the lease closes first. */
+  get lost(): Promise<LeaseLostError> {
+    this.lostPromise ??= this.staleError
+      ? Promise.resolve(this.staleError)
+      : new Promise((resolve) => {
+          this.resolveLost = resolve;
+        });
+    return this.lostPromise;
+  }
+
+  /**
+   * Schedules the first beat, and arms the watchdog for `config.lockedUntil` unless that beat comes first (it then
+   * arms it). No-op if repeated.
+   */
   start(): void {
     if (this.started || this.isTerminal) return;
     this.started = true;
-    this.armWatchdog();
-    // The claim's deadline may already have passed, in which case armWatchdog went stale.
-    if (this.isTerminal) return;
     const { heartbeatIntervalMs, leaseMs } = this.config;
-    const interval = Math.min(heartbeatIntervalMs, MAX_TIMER_MS);
+    const interval = this.interval;
     // The lease began at the claim, not now, so the time the claim's answer took (and any wait before the handler
     // starts) does not eat into the first period. The claim may have written a shorter lease than ours (the module's,
     // before it knew the handler): the first renewal comes at the same fraction of that lease, and asks for ours.
     const claimedAt = this.config.claimedAt?.getTime() ?? this.deadline - leaseMs;
     const firstPeriod = Math.min(interval, ((this.deadline - claimedAt) * heartbeatIntervalMs) / leaseMs);
-    const firstIn = Math.min(Math.max(0, claimedAt + firstPeriod - this.now()), interval);
-    this.heartbeat = this.unrefd(
-      setTimeout(() => {
-        this.heartbeat = this.unrefd(setInterval(() => this.beat(), interval));
-        this.beat();
-      }, firstIn),
-    );
+    const now = this.now();
+    const firstBeatAt = now + Math.min(Math.max(0, claimedAt + firstPeriod - now), interval);
+    // A deadline already passed goes stale here; one the first beat would miss needs its watchdog now.
+    if (this.deadline <= now || firstBeatAt >= this.deadline) this.armWatchdog();
+    if (this.isTerminal) return;
+    this.scheduleBeat(firstBeatAt);
+  }
+
+  /** Called by the heartbeat clock: arms the watchdog if this is the first beat, renews, schedules the next. */
+  onHeartbeat(): void {
+    this.heartbeat = undefined;
+    if (this.isTerminal || this.renewalsStopped) return;
+    if (this.watchdog === undefined) this.armWatchdog();
+    if (this.isTerminal) return;
+    this.scheduleBeat(this.now() + this.interval);
+    this.beat();
   }
 
   /**
@@ -184,6 +211,9 @@ export class Lease {
     if (this.renewalsStopped || this.isTerminal) return;
     this.renewalsStopped = true;
     this.stopHeartbeat();
+    // No beat will arm it now; the lease must still run out at its deadline.
+    if (this.watchdog === undefined) this.armWatchdog();
+    if (this.isTerminal) return;
     const pending = this.pending;
     this.pending = null;
     pending?.reject(new LeaseLostError(this.config.jobId, this.config.lockId, 'expired'));
@@ -230,8 +260,28 @@ export class Lease {
     const request = createRequest(ms);
     this.pending = request;
     // exhaustMap ignores this while a write is in flight; that write's follow-up picks the request up.
-    this.trigger.next();
+    this.trigger().next();
     return request;
+  }
+
+  private trigger(): Subject<void> {
+    if (!this.pipeline) {
+      const trigger = new Subject<void>();
+      const subscription = trigger
+        .pipe(exhaustMap(() => defer(() => this.write()).pipe(finalize(() => this.scheduleFollowUp()))))
+        .subscribe();
+      this.pipeline = { trigger, subscription };
+    }
+    return this.pipeline.trigger;
+  }
+
+  private get interval(): number {
+    return Math.min(this.config.heartbeatIntervalMs, MAX_TIMER_MS);
+  }
+
+  private scheduleBeat(at: number): void {
+    this.clock ??= this.config.heartbeatClock ?? new HeartbeatClock(this.now);
+    this.heartbeat = this.clock.schedule(at, this.interval * BEAT_EARLY_FRACTION, this);
   }
 
   private beat(): void {
@@ -253,7 +303,7 @@ export class Lease {
    */
   private scheduleFollowUp(): void {
     void Promise.resolve().then(() => {
-      if (this.pending && !this.isTerminal) this.trigger.next();
+      if (this.pending && !this.isTerminal) this.pipeline?.trigger.next();
     });
   }
 
@@ -303,11 +353,6 @@ export class Lease {
     if (onRenewed) this.notify(() => onRenewed(new Date(this.deadline)));
   }
 
-  private unrefd<T extends { unref?: () => unknown }>(timer: T): T {
-    timer.unref?.();
-    return timer;
-  }
-
   /** Replaces the (zero or one) watchdog timer with one for the current deadline; stale once it has passed. */
   private armWatchdog(): void {
     this.disarmWatchdog();
@@ -354,18 +399,16 @@ export class Lease {
   }
 
   private stopHeartbeat(): void {
-    if (this.heartbeat !== undefined) {
-      clearTimeout(this.heartbeat); // clears the first-beat timeout and the interval alike
-      this.heartbeat = undefined;
-    }
+    this.heartbeat?.cancel();
+    this.heartbeat = undefined;
   }
 
   /** No timer, subscription or listener outlives the execution. */
   private teardown(): void {
     this.stopHeartbeat();
     this.disarmWatchdog();
-    this.subscription.unsubscribe();
-    this.trigger.complete();
+    this.pipeline?.subscription.unsubscribe();
+    this.pipeline?.trigger.complete();
   }
 
   private settleOutstanding(settle: (request: RenewalRequest) => void): void {

@@ -386,11 +386,14 @@ describe('Lease', () => {
   });
 
   describe('watchdog', () => {
-    it('arms the first watchdog for the claim deadline', async () => {
+    it('arms the watchdog at the first beat, for the claim deadline (a job that ends before it needs no timer)', async () => {
       const { lease, onStale } = setup({ claimMs: 500, heartbeatIntervalMs: 100, leaseMs: 500 });
       lease.start(); // the store leaves every heartbeat write hanging
+      expect(lease.stats.watchdogArmed).toBe(false);
+      expect(jest.getTimerCount()).toBe(1); // the first beat
+      await jest.advanceTimersByTimeAsync(100);
       expect(lease.stats.watchdogArmed).toBe(true);
-      await jest.advanceTimersByTimeAsync(499);
+      await jest.advanceTimersByTimeAsync(399);
       expect(lease.isStale).toBe(false);
       await jest.advanceTimersByTimeAsync(1);
       expect(lease.isStale).toBe(true);
@@ -495,8 +498,10 @@ describe('Lease', () => {
       const days40 = 40 * 24 * 3_600_000;
       const { lease, store, onStale } = setup({ claimMs: days40, heartbeatIntervalMs: days40 });
       lease.start();
+      expect(jest.getTimerCount()).toBe(1); // the first beat, at the timer limit; it arms the watchdog
+      await jest.advanceTimersByTimeAsync(2 ** 31 - 1);
       expect(jest.getTimerCount()).toBe(2);
-      await jest.advanceTimersByTimeAsync(days40 - 1);
+      await jest.advanceTimersByTimeAsync(days40 - 1 - (2 ** 31 - 1));
       expect(lease.isStale).toBe(false);
       expect(store.writes).toHaveLength(1); // the heartbeat is clamped to the limit too, not fired every 1 ms
       expect(jest.getTimerCount()).toBe(2); // still one watchdog (plus the heartbeat)
@@ -520,9 +525,10 @@ describe('Lease', () => {
     it('close() during a write: no timer afterwards, nothing written, never stale, outstanding callers resolve', async () => {
       const { lease, store, onStale, onRenewed } = setup({ claimMs: 100, heartbeatIntervalMs: 30, leaseMs: 100 });
       lease.start();
+      await jest.advanceTimersByTimeAsync(30); // the first beat arms the watchdog; its write hangs
       const inFlight = track(lease.extend(500));
       const waiting = track(lease.extend(600));
-      expect(jest.getTimerCount()).toBe(2); // heartbeat + watchdog
+      expect(jest.getTimerCount()).toBe(2); // next beat + watchdog
 
       lease.close();
       await flush();
@@ -638,7 +644,7 @@ describe('Lease', () => {
         expect((request.outcome as { reason: unknown }).reason).toBe(burstError);
       }
       expect(lease.isStale).toBe(false);
-      expect(lease.stats.watchdogArmed).toBe(true);
+      expect(lease.stats.watchdogArmed).toBe(false); // armed by the first beat, at t0+100
 
       store.auto = { delayMs: 0, fail: new Error('still down') };
       await jest.advanceTimersByTimeAsync(299); // heartbeats at t0+100 and t0+200 fail
