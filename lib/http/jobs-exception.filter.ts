@@ -1,13 +1,15 @@
 import { type ArgumentsHost, Catch, HttpException } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
 import { JobsError } from '../errors/jobs.error';
+import { jobErrorMessage } from './job-error-message';
 import { jobErrorStatus } from './job-error-status';
 
 /**
  * Answers the library's typed errors with an HTTP status instead of a 500: malformed or unknown id → 404, invalid
  * input → 400, wrong state or contention → 409 (the table is `jobErrorStatus`). The body is
- * `{ statusCode, error: <error class name>, message }`. Library errors that are not about the request (bootstrap,
- * handler-side) get Nest's default answer, and the filter never sees other errors, so your own filters keep them.
+ * `{ statusCode, error: <error class name>, message }`, the message free of internal details (`jobErrorMessage`).
+ * Library errors that are not about the request (bootstrap, handler-side) get Nest's default answer, and the filter
+ * never sees other errors, so your own filters keep them.
  * Built on Nest's `BaseExceptionFilter`, so it answers through whichever HTTP adapter the app uses (Express, Fastify).
  *
  * @example
@@ -26,7 +28,7 @@ export class JobsExceptionFilter extends BaseExceptionFilter {
     super.catch(
       status === undefined
         ? exception
-        : new HttpException({ statusCode: status, error: error.name, message: error.message }, status, {
+        : new HttpException({ statusCode: status, error: error.name, message: jobErrorMessage(error) }, status, {
             cause: error,
           }),
       host,

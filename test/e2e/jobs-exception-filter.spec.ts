@@ -13,7 +13,8 @@ import {
   UseFilters,
 } from '@nestjs/common';
 import { APP_FILTER, NestFactory } from '@nestjs/core';
-import { MongooseModule } from '@nestjs/mongoose';
+import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
 import {
   type EnqueueOptions,
   InvalidJobIdError,
@@ -174,6 +175,26 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
       status: 200,
       body: { status: 'cancelled' },
     });
+  });
+
+  it('keeps internal details out of 4xx bodies: no index or collection names, no list of handler names', async () => {
+    const jobs = app.get<Connection>(getConnectionToken()).collection('jobs');
+    await jobs.createIndex({ 'payload.invoice': 1 }, { name: 'invoice_once_secret_ix', unique: true, sparse: true });
+    try {
+      expect((await request('POST', '/jobs/report', { payload: { invoice: 7 } })).status).toBe(201);
+      const clash = await request('POST', '/jobs/report', { payload: { invoice: 7 } });
+      expect(clash).toMatchObject({ status: 409, body: { error: 'UniqueIndexRejectedJobError' } });
+      expect(clash.body.message).toEqual(expect.stringContaining('"report"'));
+      expect(Object.keys(clash.body).sort()).toEqual(['error', 'message', 'statusCode']);
+      expect(clash.body.message).not.toMatch(/invoice_once_secret_ix|collection|jobs|index/);
+    } finally {
+      await jobs.dropIndex('invoice_once_secret_ix');
+    }
+    // The caller learns its name is unknown, not which jobs the application runs.
+    const unknown = await request('POST', '/jobs/nope', {});
+    expect(unknown).toMatchObject({ status: 400, body: { error: 'UnknownJobError' } });
+    expect(unknown.body.message).toEqual(expect.stringContaining('"nope"'));
+    expect(unknown.body.message).not.toContain('report');
   });
 
   it('leaves other errors to Nest: 500 without details, HttpExceptions and undecided library errors as they are', async () => {
