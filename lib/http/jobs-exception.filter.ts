@@ -9,7 +9,8 @@ import { jobErrorStatus } from './job-error-status';
  * input → 400, wrong state or contention → 409 (the table is `jobErrorStatus`). The body is
  * `{ statusCode, error: <error class name>, message }`, the message free of internal details (`jobErrorMessage`).
  * Library errors that are not about the request (bootstrap, handler-side) get Nest's default answer, and the filter
- * never sees other errors, so your own filters keep them.
+ * never sees other errors, so your own filters keep them. HTTP only: in other contexts (GraphQL, RPC, WebSocket) it
+ * leaves the error alone.
  * Built on Nest's `BaseExceptionFilter`, so it answers through whichever HTTP adapter the app uses (Express, Fastify).
  *
  * @example
@@ -23,6 +24,9 @@ import { jobErrorStatus } from './job-error-status';
 @Catch(JobsError)
 export class JobsExceptionFilter extends BaseExceptionFilter {
   override catch(exception: unknown, host: ArgumentsHost): void {
+    // A global filter also sees GraphQL, RPC and WebSocket handlers, which have no HTTP response to answer on:
+    // returning nothing leaves the error to that context's own handling, as if this filter were not there.
+    if (host.getType() !== 'http') return;
     const status = jobErrorStatus(exception);
     const error = exception as JobsError;
     super.catch(

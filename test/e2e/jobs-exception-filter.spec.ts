@@ -12,7 +12,7 @@ import {
   type Provider,
   UseFilters,
 } from '@nestjs/common';
-import { APP_FILTER, NestFactory } from '@nestjs/core';
+import { APP_FILTER, ExternalContextCreator, NestFactory } from '@nestjs/core';
 import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import {
@@ -253,6 +253,36 @@ describe('JobsExceptionFilter instantiated by Nest', () => {
       expect(await request('GET', '/filtered/crash')).toMatchObject({ status: 500 });
       // Only the global registration reaches a controller without @UseFilters.
       expect((await request('GET', '/unfiltered/bad-id')).status).toBe(how === 'an APP_FILTER provider' ? 404 : 500);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/**
+ * An APP_FILTER is global to every context Nest builds, not only HTTP routes: GraphQL resolvers, WebSocket gateways
+ * and microservice handlers go through `ExternalContextCreator` (or its RPC/WS siblings) with the same global filters.
+ */
+describe('JobsExceptionFilter outside HTTP', () => {
+  @Injectable()
+  class JobsResolver {
+    find(): never {
+      throw new InvalidJobIdError('nope');
+    }
+  }
+
+  it('leaves a library error of a non-HTTP handler as it is, instead of answering on an HTTP response', async () => {
+    @Module({ providers: [JobsResolver, { provide: APP_FILTER, useClass: JobsExceptionFilter }] })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    try {
+      await app.init();
+      const resolver = app.get(JobsResolver);
+      const options = { guards: true, interceptors: true, filters: true };
+      const find = app
+        .get(ExternalContextCreator)
+        .create(resolver, resolver.find, 'find', undefined, undefined, undefined, undefined, options, 'graphql');
+      await expect(find()).rejects.toBeInstanceOf(InvalidJobIdError);
     } finally {
       await app.close();
     }
