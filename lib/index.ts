@@ -23,6 +23,7 @@ export { UnknownJobError } from './errors/unknown-job.error';
 export { UnrecoverableJobError } from './errors/unrecoverable-job.error';
 export { WorkerShutdownError } from './errors/worker-shutdown.error';
 export type { JobEvent, JobEventType } from './events/job-event';
+export { jobErrorMessage } from './http/job-error-message';
 export { jobErrorStatus } from './http/job-error-status';
 export { JobsExceptionFilter } from './http/jobs-exception.filter';
 export { requireJob } from './http/require-job';

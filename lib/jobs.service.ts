@@ -64,7 +64,8 @@ export class JobsService {
    * `dedupeKey` already held by a pending or running job of the same name (or repeated in the batch), the holder is
    * returned for that item, with `deduplicated: true`.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
-   * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored.
+   * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored
+   * (each stored one emits `enqueued`).
    */
   async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<EnqueuedJobRecord<TPayload>[]> {
     return (await this.enqueuer.enqueueMany(items)).map((result) => enqueuedRecord<TPayload>(result));

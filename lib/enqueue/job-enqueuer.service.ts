@@ -54,23 +54,30 @@ export class JobEnqueuer {
 
   private async storeMany(docs: NewJobDocument[]): Promise<EnqueueResult[]> {
     const outcomes = await this.repository.insertMany(docs);
-    const results = outcomes.map((outcome, index) => this.settle(docs[index], outcome));
-    const clashing = docs.flatMap((doc, index) => (results[index] ? [] : [doc.dedupeScope as string]));
-    if (clashing.length > 0) {
-      const holders = new Map(
-        (await this.repository.findLiveHolders([...new Set(clashing)])).map((job) => [job.dedupeScope, job]),
-      );
-      for (const [index, doc] of docs.entries()) {
-        if (results[index]) continue;
-        const holder = holders.get(doc.dedupeScope);
-        // The holder finished between the bulk write and the look-up: the first such item takes the key again.
-        results[index] = holder ? { doc: holder, deduplicated: true } : await this.takeKey(doc);
-        holders.set(doc.dedupeScope, (results[index] as EnqueueResult).doc);
+    const results: (EnqueueResult | undefined)[] = outcomes.map((outcome) =>
+      outcome.kind === 'inserted' ? { doc: outcome.doc, deduplicated: false } : undefined,
+    );
+    try {
+      for (const outcome of outcomes) if (outcome.kind === 'rejected') throw outcome.error;
+      for (const [index, doc] of docs.entries()) results[index] = this.settle(doc, outcomes[index] as InsertOutcome);
+      const clashing = docs.flatMap((doc, index) => (results[index] ? [] : [doc.dedupeScope as string]));
+      if (clashing.length > 0) {
+        const holders = new Map(
+          (await this.repository.findLiveHolders([...new Set(clashing)])).map((job) => [job.dedupeScope, job]),
+        );
+        for (const [index, doc] of docs.entries()) {
+          if (results[index]) continue;
+          const holder = holders.get(doc.dedupeScope);
+          // The holder finished between the bulk write and the look-up: the first such item takes the key again.
+          results[index] = holder ? { doc: holder, deduplicated: true } : await this.takeKey(doc);
+          holders.set(doc.dedupeScope, (results[index] as EnqueueResult).doc);
+        }
       }
+    } finally {
+      // Also when an item ends the batch with an error: the jobs stored until then will run, so they are announced.
+      this.announce(results.filter((result) => result !== undefined));
     }
-    const stored = results as EnqueueResult[];
-    this.announce(stored);
-    return stored;
+    return results as EnqueueResult[];
   }
 
   /** Enqueues the job of one cron tick unless it exists already. Resolves true when this call stored it. */

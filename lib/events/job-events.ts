@@ -27,10 +27,10 @@ export class JobEvents implements OnApplicationShutdown {
 
   /**
    * Runs `enqueue` (which emits `enqueued` for the jobs it stored) while holding back the other events of `jobIds`,
-   * then emits those. Without a subscriber there is nothing to order and nothing is tracked.
+   * then emits those. Tracked whether or not anyone subscribes yet: a subscriber may arrive before the acknowledgement
+   * (a map entry per job in flight costs nothing next to the insert).
    */
   async holdWhileEnqueueing<T>(jobIds: readonly string[], enqueue: () => Promise<T>): Promise<T> {
-    if (!this.subject.observed) return enqueue();
     for (const id of jobIds) this.enqueueing.set(id, []);
     try {
       return await enqueue();

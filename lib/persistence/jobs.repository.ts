@@ -40,6 +40,9 @@ export type InsertOutcome =
   | { kind: 'dedupe-clash'; error: unknown }
   | { kind: 'tick-exists' };
 
+/** What inserting one job of a bulk write did: as `InsertOutcome`, or rejected by another unique index. */
+export type BulkInsertOutcome = InsertOutcome | { kind: 'rejected'; error: UniqueIndexRejectedJobError };
+
 /** What `retry` did: revived the row, found it in no revivable state, or found its key held by another live job. */
 export type RetryResult =
   | { kind: 'revived'; job: JobDocument }
@@ -140,18 +143,20 @@ export class JobsRepository {
       return { kind: 'inserted', doc: copy };
     } catch (error) {
       if (codeOf(error) !== DUPLICATE_KEY) throw error;
-      return this.duplicateOutcome(error, doc, error);
+      const outcome = this.duplicateOutcome(error, doc, error);
+      if (outcome.kind === 'rejected') throw outcome.error;
+      return outcome;
     }
   }
 
   /**
    * Inserts copies of `docs` in one unordered bulk write (the others land when some clash), resolving each as
-   * `insert` would, in input order.
-   * @throws UniqueIndexRejectedJobError as `insert` (the documents before it may be stored).
+   * `insert` would, in input order. A job another unique index rejects is an outcome here (`rejected`), not a throw:
+   * the caller must still learn which of the others were stored.
    */
-  async insertMany(docs: NewJobDocument[]): Promise<InsertOutcome[]> {
+  async insertMany(docs: NewJobDocument[]): Promise<BulkInsertOutcome[]> {
     const copies = docs.map((doc) => ({ ...doc }) as JobDocument);
-    const outcomes: InsertOutcome[] = copies.map((doc) => ({ kind: 'inserted', doc }));
+    const outcomes: BulkInsertOutcome[] = copies.map((doc) => ({ kind: 'inserted', doc }));
     try {
       await this.collection.insertMany(copies, { ...INSERT_OPTIONS, ordered: false });
     } catch (error) {
@@ -169,12 +174,12 @@ export class JobsRepository {
   }
 
   /** A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. */
-  private duplicateOutcome(clash: unknown, doc: NewJobDocument, cause: unknown): InsertOutcome {
+  private duplicateOutcome(clash: unknown, doc: NewJobDocument, cause: unknown): BulkInsertOutcome {
     if (doc.dedupeScope !== undefined && isClashOn(clash, DEDUPE_SCOPE_INDEX))
       return { kind: 'dedupe-clash', error: clash };
     // Only a clash on the tick's own key means another instance was first; an application's index is named.
     if (doc.scheduleKey !== undefined && isClashOn(clash, SCHEDULE_INDEX)) return { kind: 'tick-exists' };
-    throw this.rejected(clash, doc, cause);
+    return { kind: 'rejected', error: this.rejected(clash, doc, cause) };
   }
 
   /** A duplicate key on an index that is not the dedupe scope's: named, so it cannot pass for a dedupe. */

@@ -12,8 +12,9 @@ import {
   type Provider,
   UseFilters,
 } from '@nestjs/common';
-import { APP_FILTER, NestFactory } from '@nestjs/core';
-import { MongooseModule } from '@nestjs/mongoose';
+import { APP_FILTER, ExternalContextCreator, NestFactory } from '@nestjs/core';
+import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
 import {
   type EnqueueOptions,
   InvalidJobIdError,
@@ -176,6 +177,26 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
     });
   });
 
+  it('keeps internal details out of 4xx bodies: no index or collection names, no list of handler names', async () => {
+    const jobs = app.get<Connection>(getConnectionToken()).collection('jobs');
+    await jobs.createIndex({ 'payload.invoice': 1 }, { name: 'invoice_once_secret_ix', unique: true, sparse: true });
+    try {
+      expect((await request('POST', '/jobs/report', { payload: { invoice: 7 } })).status).toBe(201);
+      const clash = await request('POST', '/jobs/report', { payload: { invoice: 7 } });
+      expect(clash).toMatchObject({ status: 409, body: { error: 'UniqueIndexRejectedJobError' } });
+      expect(clash.body.message).toEqual(expect.stringContaining('"report"'));
+      expect(Object.keys(clash.body).sort()).toEqual(['error', 'message', 'statusCode']);
+      expect(clash.body.message).not.toMatch(/invoice_once_secret_ix|collection|jobs|index/);
+    } finally {
+      await jobs.dropIndex('invoice_once_secret_ix');
+    }
+    // The caller learns its name is unknown, not which jobs the application runs.
+    const unknown = await request('POST', '/jobs/nope', {});
+    expect(unknown).toMatchObject({ status: 400, body: { error: 'UnknownJobError' } });
+    expect(unknown.body.message).toEqual(expect.stringContaining('"nope"'));
+    expect(unknown.body.message).not.toContain('report');
+  });
+
   it('leaves other errors to Nest: 500 without details, HttpExceptions and undecided library errors as they are', async () => {
     expect(await request('GET', '/other/crash')).toEqual({
       status: 500,
@@ -232,6 +253,36 @@ describe('JobsExceptionFilter instantiated by Nest', () => {
       expect(await request('GET', '/filtered/crash')).toMatchObject({ status: 500 });
       // Only the global registration reaches a controller without @UseFilters.
       expect((await request('GET', '/unfiltered/bad-id')).status).toBe(how === 'an APP_FILTER provider' ? 404 : 500);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/**
+ * An APP_FILTER is global to every context Nest builds, not only HTTP routes: GraphQL resolvers, WebSocket gateways
+ * and microservice handlers go through `ExternalContextCreator` (or its RPC/WS siblings) with the same global filters.
+ */
+describe('JobsExceptionFilter outside HTTP', () => {
+  @Injectable()
+  class JobsResolver {
+    find(): never {
+      throw new InvalidJobIdError('nope');
+    }
+  }
+
+  it('leaves a library error of a non-HTTP handler as it is, instead of answering on an HTTP response', async () => {
+    @Module({ providers: [JobsResolver, { provide: APP_FILTER, useClass: JobsExceptionFilter }] })
+    class AppModule {}
+    const app = await NestFactory.create(AppModule, { logger: false });
+    try {
+      await app.init();
+      const resolver = app.get(JobsResolver);
+      const options = { guards: true, interceptors: true, filters: true };
+      const find = app
+        .get(ExternalContextCreator)
+        .create(resolver, resolver.find, 'find', undefined, undefined, undefined, undefined, options, 'graphql');
+      await expect(find()).rejects.toBeInstanceOf(InvalidJobIdError);
     } finally {
       await app.close();
     }

@@ -167,6 +167,33 @@ describe('dedupeKey', () => {
     }
   });
 
+  it('enqueueMany that gives up on a contended key still announces the items it stored', async () => {
+    const [a] = producers;
+    const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'contended:batch' });
+    await a.connection
+      .collection('jobs')
+      .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { status: 'completed' } });
+    const free = a.repository.freeStaleScope.bind(a.repository);
+    a.repository.freeStaleScope = async () => {};
+    const enqueued: string[] = [];
+    const subscription = a.jobs.events$.subscribe((event) => {
+      if (event.type === 'enqueued') enqueued.push(event.jobId);
+    });
+    try {
+      await expect(
+        a.jobs.enqueueMany([
+          { name: 'sync', payload: { batch: 'stored-before-contention' } },
+          { name: 'sync', options: { dedupeKey: 'contended:batch' } },
+        ]),
+      ).rejects.toMatchObject({ name: 'DedupeKeyContendedError' });
+      const stored = await a.connection.collection('jobs').findOne({ 'payload.batch': 'stored-before-contention' });
+      expect(enqueued).toEqual([stored?._id.toHexString()]);
+    } finally {
+      a.repository.freeStaleScope = free;
+      subscription.unsubscribe();
+    }
+  });
+
   it('retry frees a scope that a worker of an older version left on a finished job, and takes the key back', async () => {
     const [a] = producers;
     const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'stale:2' });
@@ -226,6 +253,33 @@ describe('dedupeKey', () => {
       ).rejects.toMatchObject(expected);
     } finally {
       await a.connection.collection('jobs').dropIndex(index);
+    }
+  });
+
+  it('enqueueMany rejected on one item by an application index still announces the items it stored', async () => {
+    const [a] = producers;
+    const index = 'order_unique_batch';
+    const jobs = a.connection.collection('jobs');
+    await jobs.createIndex({ 'payload.order': 1 }, { name: index, unique: true, sparse: true });
+    const enqueued: string[] = [];
+    const subscription = a.jobs.events$.subscribe((event) => {
+      if (event.type === 'enqueued') enqueued.push(event.jobId);
+    });
+    try {
+      await a.jobs.enqueue('mail', { order: 'batch:taken' });
+      await expect(
+        a.jobs.enqueueMany([
+          { name: 'mail', payload: { batch: 'stored-despite-clash' } },
+          { name: 'mail', payload: { order: 'batch:taken' } },
+        ]),
+      ).rejects.toMatchObject({ name: 'UniqueIndexRejectedJobError', indexName: index });
+      const stored = await jobs.findOne({ 'payload.batch': 'stored-despite-clash' });
+      expect(stored).not.toBeNull();
+      // The stored job runs like any other: whoever counts enqueued events must count it too.
+      expect(enqueued).toContain(stored?._id.toHexString());
+    } finally {
+      subscription.unsubscribe();
+      await jobs.dropIndex(index);
     }
   });
 

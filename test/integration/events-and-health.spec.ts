@@ -78,6 +78,32 @@ describe('events and health', () => {
     }
   });
 
+  it('emits enqueued before started to a subscriber that subscribed while the insert awaited its acknowledgement', async () => {
+    const events: JobEvent[] = [];
+    let subscription: { unsubscribe(): void } | undefined;
+    const insert = app.repository.insert.bind(app.repository);
+    app.repository.insert = async (doc) => {
+      const outcome = await insert(doc);
+      // A subscriber arrives (a dashboard tab opens) after the enqueue began, before it is acknowledged.
+      subscription = app.jobs.events$.subscribe((event) => events.push(event));
+      const id = outcome.kind === 'inserted' ? outcome.doc._id : undefined;
+      await waitFor(
+        async () => (await app.connection.collection('jobs').findOne({ _id: id }))?.status === 'completed',
+        'the job to run',
+      );
+      return outcome;
+    };
+    try {
+      const job = await app.jobs.enqueue('flaky-once', {});
+      await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completion event');
+      const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
+      expect(mine).toEqual(['enqueued', 'started', 'retrying', 'started', 'completed']);
+    } finally {
+      app.repository.insert = insert;
+      subscription?.unsubscribe();
+    }
+  });
+
   it('isolates a throwing events$ subscriber: the job still completes and nothing reaches RxJS as unhandled', async () => {
     const unhandled: unknown[] = [];
     const previous = rxjsConfig.onUnhandledError;

@@ -53,6 +53,7 @@ const EXPECTED_EXPORTS = [
   'RequestScopedJobHandlerError',
   'JobNotFoundError',
   'JobsExceptionFilter',
+  'jobErrorMessage',
   'jobErrorStatus',
   'requireJob',
 ];
