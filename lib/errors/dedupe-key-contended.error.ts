@@ -2,7 +2,8 @@ import { JobsError } from './jobs.error';
 
 /**
  * `enqueue`/`enqueueMany` with a dedupe key found it held, then free, again and again: each time it looked, the holder
- * had finished, and each time it inserted, another job had taken the key. Nothing was stored; enqueue again.
+ * had finished, and each time it inserted, another job had taken the key. That job was not stored (an `enqueueMany`
+ * may have stored its other items); enqueue it again.
  */
 export class DedupeKeyContendedError extends JobsError {
   constructor(
