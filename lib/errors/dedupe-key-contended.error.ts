@@ -15,7 +15,7 @@ export class DedupeKeyContendedError extends JobsError {
     super(
       `Could not enqueue job "${jobName}" with dedupeKey "${dedupeKey}": in ${tries} tries the key changed hands ` +
         'between each insert and each look-up of its holder (jobs with this key finish as fast as they are ' +
-        'enqueued). Nothing was stored; enqueue again.',
+        'enqueued). This job was not stored; enqueue it again.',
       options,
     );
   }
