@@ -53,56 +53,38 @@ describe('events and health', () => {
     expect(JSON.stringify(mine)).not.toContain('do-not-leak');
   });
 
-  it('emits enqueued before started even when the worker here starts the job before the insert is acknowledged', async () => {
-    const events: JobEvent[] = [];
-    const subscription = app.jobs.events$.subscribe((event) => events.push(event));
-    // The insert lands, but its acknowledgement reaches the enqueuer only after this process's worker ran the job.
-    const insert = app.repository.insert.bind(app.repository);
-    app.repository.insert = async (doc) => {
-      const outcome = await insert(doc);
-      const id = outcome.kind === 'inserted' ? outcome.doc._id : undefined;
-      await waitFor(
-        async () => (await app.connection.collection('jobs').findOne({ _id: id }))?.status === 'completed',
-        'the job to run',
-      );
-      return outcome;
-    };
-    try {
-      const job = await app.jobs.enqueue('flaky-once', {});
-      await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completion event');
-      const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
-      expect(mine).toEqual(['enqueued', 'started', 'retrying', 'started', 'completed']);
-    } finally {
-      app.repository.insert = insert;
-      subscription.unsubscribe();
-    }
-  });
-
-  it('emits enqueued before started to a subscriber that subscribed while the insert awaited its acknowledgement', async () => {
-    const events: JobEvent[] = [];
-    let subscription: { unsubscribe(): void } | undefined;
-    const insert = app.repository.insert.bind(app.repository);
-    app.repository.insert = async (doc) => {
-      const outcome = await insert(doc);
-      // A subscriber arrives (a dashboard tab opens) after the enqueue began, before it is acknowledged.
-      subscription = app.jobs.events$.subscribe((event) => events.push(event));
-      const id = outcome.kind === 'inserted' ? outcome.doc._id : undefined;
-      await waitFor(
-        async () => (await app.connection.collection('jobs').findOne({ _id: id }))?.status === 'completed',
-        'the job to run',
-      );
-      return outcome;
-    };
-    try {
-      const job = await app.jobs.enqueue('flaky-once', {});
-      await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completion event');
-      const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
-      expect(mine).toEqual(['enqueued', 'started', 'retrying', 'started', 'completed']);
-    } finally {
-      app.repository.insert = insert;
-      subscription?.unsubscribe();
-    }
-  });
+  it.each([
+    { subscribed: 'before the enqueue began' },
+    { subscribed: 'while the insert awaited its acknowledgement' }, // e.g. a dashboard tab opens
+  ])(
+    'emits enqueued before started when the worker here runs the job before the insert is acknowledged (subscribed $subscribed)',
+    async ({ subscribed }) => {
+      const events: JobEvent[] = [];
+      const subscribe = () => app.jobs.events$.subscribe((event) => events.push(event));
+      let subscription = subscribed === 'before the enqueue began' ? subscribe() : undefined;
+      // The insert lands, but its acknowledgement reaches the enqueuer only after this process's worker ran the job.
+      const insert = app.repository.insert.bind(app.repository);
+      app.repository.insert = async (doc) => {
+        const outcome = await insert(doc);
+        subscription ??= subscribe();
+        const id = outcome.kind === 'inserted' ? outcome.doc._id : undefined;
+        await waitFor(
+          async () => (await app.connection.collection('jobs').findOne({ _id: id }))?.status === 'completed',
+          'the job to run',
+        );
+        return outcome;
+      };
+      try {
+        const job = await app.jobs.enqueue('flaky-once', {});
+        await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completion event');
+        const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
+        expect(mine).toEqual(['enqueued', 'started', 'retrying', 'started', 'completed']);
+      } finally {
+        app.repository.insert = insert;
+        subscription?.unsubscribe();
+      }
+    },
+  );
 
   it('isolates a throwing events$ subscriber: the job still completes and nothing reaches RxJS as unhandled', async () => {
     const unhandled: unknown[] = [];
