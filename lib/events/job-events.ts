@@ -40,6 +40,8 @@ export class JobEvents implements OnApplicationShutdown {
   }
 
   emit(type: JobEventType, job: JobEventSubject, error?: string): void {
+    // Nobody listens and nothing is held: build nothing (this runs several times per job).
+    if (!this.subject.observed && this.enqueueing.size === 0) return;
     const event: JobEvent = { type, jobId: job.jobId, name: job.name, attempt: job.attempt, at: now() };
     if (error !== undefined) event.error = error;
     const held = this.enqueueing.get(event.jobId);

@@ -40,7 +40,12 @@ type Settlement = { ok: true } | { ok: false; error: unknown };
 export class JobExecution {
   readonly jobId: string;
   readonly context: JobExecutionContext;
-  private readonly controller = new AbortController();
+  /** Built when the handler first reads `ctx.signal`: a handler that never looks at it costs no AbortController. */
+  private controller: AbortController | undefined;
+  /** Why the execution was asked to stop (first reason wins). */
+  private abortReason: Error | undefined;
+  /** Wakes the settle wait on abort (set only while it waits). */
+  private wakeOnAbort: (() => void) | undefined;
 
   constructor(
     readonly claim: ClaimedJob,
@@ -51,13 +56,16 @@ export class JobExecution {
   ) {
     const { doc, lockId } = claim;
     this.jobId = jobId;
+    const execution = this;
     this.context = {
       jobId,
       name: doc.name,
       attempt: doc.attemptCount + 1,
       lockId,
       fencingToken: doc.fencingToken,
-      signal: this.controller.signal,
+      get signal() {
+        return execution.signal;
+      },
       get leaseExpiresAt() {
         return lease.expiresAt;
       },
@@ -74,12 +82,19 @@ export class JobExecution {
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.abortReason) this.controller.abort(this.abortReason);
+    }
     return this.controller.signal;
   }
 
   /** Stops the handler with a reason (first reason wins). */
   abort(reason: Error): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+    if (this.abortReason) return;
+    this.abortReason = reason;
+    this.controller?.abort(reason);
+    this.wakeOnAbort?.();
   }
 
   /**
@@ -87,13 +102,12 @@ export class JobExecution {
    * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it.
    */
   async run(settleMs: number, hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
-    const { signal } = this.controller;
     const { lease } = this;
     lease.start();
-    if (signal.aborted) {
+    if (this.abortReason) {
       // The claim's answer came back after its own deadline (slow database): the row may already belong to
       // someone else, so the handler must not run at all. The row is reclaimed with a LeaseExpired attempt.
-      return { kind: 'not_started', reason: describeAbort(signal.reason) };
+      return { kind: 'not_started', reason: this.abortReason.message };
     }
     const { timeoutMs } = this.handler;
     const timer =
@@ -110,7 +124,7 @@ export class JobExecution {
       );
     try {
       const settled = await this.settleOrAbandon(settlement, settleMs, hooks);
-      if (settled === 'abandoned') return { kind: 'abandoned', reason: signal.reason as Error };
+      if (settled === 'abandoned') return { kind: 'abandoned', reason: this.requireAbortReason() };
       return this.outcomeOf(settled);
     } finally {
       clearTimeout(timer);
@@ -123,27 +137,34 @@ export class JobExecution {
     settleMs: number,
     hooks: ExecutionHooks,
   ): Promise<Settlement | 'abandoned'> {
-    const { signal } = this.controller;
-    const aborted = new Promise<typeof SETTLED>((resolve) => {
-      if (signal.aborted) resolve(SETTLED);
-      else signal.addEventListener('abort', () => resolve(SETTLED), { once: true });
-    });
+    const aborted = this.abortReason
+      ? Promise.resolve(SETTLED)
+      : new Promise<typeof SETTLED>((resolve) => {
+          this.wakeOnAbort = () => resolve(SETTLED);
+        });
     const first = await Promise.race([settlement, aborted]);
+    this.wakeOnAbort = undefined;
     if (first !== SETTLED) return first;
     const second = await raceTimeout(settlement, settleMs, (): typeof SETTLED => SETTLED);
     if (second !== SETTLED) return second;
-    hooks.onIgnoredAbort?.(signal.reason as Error);
+    hooks.onIgnoredAbort?.(this.requireAbortReason());
     this.lease.stopRenewing();
     const third = await Promise.race([settlement, this.lease.lost.then((): typeof SETTLED => SETTLED)]);
     return third === SETTLED ? 'abandoned' : third;
   }
 
+  /** Only after an abort (the settle wait saw one). */
+  private requireAbortReason(): Error {
+    if (!this.abortReason) throw new Error(`Job ${this.jobId}: no abort reason after an abort`);
+    return this.abortReason;
+  }
+
   /** The outcome is what the handler did: resolved, rejected with its abort reason, or failed on its own. */
   private outcomeOf(settled: Settlement): ExecutionOutcome {
-    const { signal } = this.controller;
-    if (this.lease.isStale && signal.reason instanceof LeaseLostError) return { kind: 'stale', error: signal.reason };
+    const reason = this.abortReason;
+    if (this.lease.isStale && reason instanceof LeaseLostError) return { kind: 'stale', error: reason };
     if (settled.ok) return { kind: 'succeeded' };
-    if (signal.aborted && isAbortRejection(settled.error, signal.reason)) return abortOutcome(signal.reason);
+    if (reason && isAbortRejection(settled.error, reason)) return abortOutcome(reason);
     return { kind: 'failed', error: settled.error };
   }
 }
@@ -159,8 +180,4 @@ function abortOutcome(reason: unknown): ExecutionOutcome {
   if (reason instanceof JobCancelledError) return { kind: 'cancelled' };
   if (reason instanceof WorkerShutdownError) return { kind: 'shutdown' };
   return { kind: 'failed', error: reason };
-}
-
-function describeAbort(reason: unknown): string {
-  return reason instanceof Error ? reason.message : String(reason);
 }
