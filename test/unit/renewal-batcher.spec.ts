@@ -50,6 +50,14 @@ const settle = async () => {
   for (let i = 0; i < 10; i += 1) await Promise.resolve();
 };
 
+/** Keeps the thread busy (no event loop turn) for `ms` of wall time. */
+function holdThreadFor(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    // busy on purpose
+  }
+}
+
 /** Records how each call of a batch ended, without an unhandled rejection. */
 function outcomes(promises: Promise<Date | null>[]): { value: Date | null | undefined; error?: unknown }[] {
   const results: { value: Date | null | undefined; error?: unknown }[] = promises.map(() => ({ value: undefined }));
@@ -117,6 +125,9 @@ describe('RenewalBatcher', () => {
       // Node drains microtasks after each timer callback: a microtask flush would send three commands.
       for (const [i, id] of ids.slice(0, 3).entries()) setTimeout(() => void batcher.renew(id, `w#${i}`, requested), 1);
       setTimeout(() => setImmediate(resolve), 1);
+      // Node stamps each timer with the loop's clock when it is created, which may cross a millisecond between them;
+      // holding the thread past every timer's due time makes them all fire in the same timers phase.
+      holdThreadFor(3);
     });
     await sent;
     expect(store.single).toHaveLength(0);
