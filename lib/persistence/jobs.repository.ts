@@ -273,6 +273,38 @@ export class JobsRepository {
     return row?.lockedUntil ?? null;
   }
 
+  /**
+   * Owner-fenced renewals of many leases in one unordered `bulkWrite`, each op exactly `renewLease`'s filter and update.
+   * The server answers only how many rows matched in total; `refused` holds the ops (by index) whose own write the
+   * server refused (e.g. a unique index), each as a `MongoServerError` like `renewLease` would have rejected with.
+   * Rejects with the driver's original error when the command as a whole failed (network, timeout, write concern).
+   */
+  async renewLeases(renewals: readonly LeaseRenewal[], now: Date): Promise<LeaseRenewalsResult> {
+    const ops = renewals.map(
+      ({ id, lockId, requestedUntil }): mongo.AnyBulkWriteOperation<JobDocument> => ({
+        updateOne: {
+          filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
+          update: { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
+        },
+      }),
+    );
+    try {
+      const result = await this.collection.bulkWrite(ops, { ordered: false });
+      return { matched: result.matchedCount, refused: new Map() };
+    } catch (error) {
+      const refused = refusedWrites(error);
+      if (!refused) throw commandError(error);
+      return { matched: (error as mongo.MongoBulkWriteError).result.matchedCount, refused };
+    }
+  }
+
+  /** Who holds these leases now: the follow-up read of `renewLeases` when fewer rows matched than were sent. */
+  readLeaseOwners(ids: readonly Types.ObjectId[]): Promise<LeaseOwner[]> {
+    return this.collection
+      .find<LeaseOwner>({ _id: { $in: [...ids] } }, { projection: { lockedBy: 1, status: 1, lockedUntil: 1 } })
+      .toArray();
+  }
+
   /** Moves a lease this lock holds back to `until` (a renewal that landed after its watchdog ended the lease). */
   async relinquishLease(id: Types.ObjectId, lockId: string, until: Date): Promise<void> {
     await this.collection.updateOne(owned(id, lockId), { $min: { lockedUntil: until } });
@@ -418,6 +450,57 @@ export class JobsRepository {
     const result = await this.collection.updateOne(owned(id, lockId), update);
     return result.matchedCount === 1;
   }
+}
+
+/** One lease renewal of a `renewLeases` command. */
+export interface LeaseRenewal {
+  id: Types.ObjectId;
+  lockId: string;
+  requestedUntil: Date;
+}
+
+/** What a `renewLeases` command did: rows matched in total, and the ops the server refused, by index. */
+export interface LeaseRenewalsResult {
+  matched: number;
+  /** The refused ops by index, each a `MongoServerError` as a single write's refusal. */
+  refused: Map<number, Error>;
+}
+
+/** The lease fields of a row, as `readLeaseOwners` reads them. */
+export type LeaseOwner = Pick<JobDocument, '_id' | 'lockedBy' | 'status' | 'lockedUntil'>;
+
+/** The repository methods a lease renewal uses (a narrow port, so the batcher's unit tests need no database). */
+export type LeaseRenewalStore = Pick<JobsRepository, 'renewLease' | 'renewLeases' | 'readLeaseOwners'>;
+
+/**
+ * The per-op write errors of a bulk write that failed only op by op, each as the `MongoServerError` a single-document
+ * write would have rejected with; undefined when the command itself failed (no write errors, or a write concern
+ * error, which says nothing about which op it hit).
+ */
+function refusedWrites(error: unknown): Map<number, mongo.MongoServerError> | undefined {
+  if (!(error instanceof mongo.MongoBulkWriteError) || error.writeConcernError) return undefined;
+  const writeErrors = [error.writeErrors].flat();
+  if (writeErrors.length === 0) return undefined;
+  return new Map(
+    writeErrors.map((writeError) => [
+      writeError.index,
+      new mongo.MongoServerError({
+        message: writeError.errmsg ?? 'write refused',
+        code: writeError.code,
+        errInfo: writeError.errInfo,
+      }),
+    ]),
+  );
+}
+
+/**
+ * The error a failed bulk command rejects with as a single write would have: the driver wraps a network or timeout
+ * error of `bulkWrite` in a `MongoBulkWriteError` (keeping the original as its `errorResponse`); unwrapped, a batched
+ * renewal fails with the same `MongoNetworkError` as `renewLease`.
+ */
+function commandError(error: unknown): unknown {
+  if (!(error instanceof mongo.MongoBulkWriteError) || [error.writeErrors].flat().length > 0) return error;
+  return error.errorResponse instanceof Error ? error.errorResponse : error;
 }
 
 /** The fence on every write an execution makes: only the current owner of a running row may change it. */
