@@ -8,6 +8,7 @@ import { now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
 import { HeartbeatClock } from './heartbeat-clock';
 import { Lease } from './lease';
+import { RenewalBatcher } from './renewal-batcher';
 
 /** The claimed row a lease is opened on, and the lease its handler asked for. */
 export interface LeaseTerms {
@@ -22,8 +23,8 @@ export interface LeaseTerms {
 }
 
 /**
- * Opens one lease per execution: the single-flight renewal pipeline plus watchdog (see `Lease`),
- * wired to the owner-fenced renewal write of the repository.
+ * Opens one lease per execution: the single-flight renewal pipeline plus watchdog (see `Lease`), on the process's
+ * heartbeat clock, renewing through the batcher (owner-fenced writes, one round trip per event-loop turn).
  */
 @Injectable()
 export class LeaseHeartbeat {
@@ -33,10 +34,15 @@ export class LeaseHeartbeat {
     this.logger.error(`A lease heartbeat failed: ${errorInfo(error).message}`),
   );
 
+  /** Renewals requested in one event-loop turn (leases that beat together) share one round trip. */
+  private readonly batcher: RenewalBatcher;
+
   constructor(
     private readonly repository: JobsRepository,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
-  ) {}
+  ) {
+    this.batcher = new RenewalBatcher(repository, now);
+  }
 
   open(
     terms: LeaseTerms,
@@ -50,7 +56,7 @@ export class LeaseHeartbeat {
       claimedAt: terms.claimedAt,
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
-      renew: (requestedUntil) => this.repository.renewLease(jobId, lockId, requestedUntil, now()),
+      renew: (requestedUntil) => this.batcher.renew(jobId, lockId, requestedUntil),
       relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onRenewed: hooks.onRenewed,

@@ -264,12 +264,11 @@ export class JobsRepository {
    * Resolves the row's deadline after the write, or null when this lock no longer owns the row.
    */
   async renewLease(id: Types.ObjectId, lockId: string, requestedUntil: Date, now: Date): Promise<Date | null> {
-    const row = await this.collection.findOneAndUpdate(
-      // Only a live lease can be renewed: once it has run out by our clock, the watchdog has ended it too.
-      { ...owned(id, lockId), lockedUntil: { $gt: now } },
-      { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
-      { returnDocument: 'after', projection: { lockedUntil: 1 } },
-    );
+    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil }, now);
+    const row = await this.collection.findOneAndUpdate(filter, update, {
+      returnDocument: 'after',
+      projection: { lockedUntil: 1 },
+    });
     return row?.lockedUntil ?? null;
   }
 
@@ -281,12 +280,7 @@ export class JobsRepository {
    */
   async renewLeases(renewals: readonly LeaseRenewal[], now: Date): Promise<LeaseRenewalsResult> {
     const ops = renewals.map(
-      ({ id, lockId, requestedUntil }): mongo.AnyBulkWriteOperation<JobDocument> => ({
-        updateOne: {
-          filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
-          update: { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
-        },
-      }),
+      (renewal): mongo.AnyBulkWriteOperation<JobDocument> => ({ updateOne: leaseRenewal(renewal, now) }),
     );
     try {
       const result = await this.collection.bulkWrite(ops, { ordered: false });
@@ -450,6 +444,20 @@ export class JobsRepository {
     const result = await this.collection.updateOne(owned(id, lockId), update);
     return result.matchedCount === 1;
   }
+}
+
+/**
+ * The owner-fenced renewal write: the deadline only ever moves forward, and only a live lease can be renewed (once it
+ * has run out by the writer's clock, its watchdog has ended it too).
+ */
+function leaseRenewal(
+  { id, lockId, requestedUntil }: LeaseRenewal,
+  now: Date,
+): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
+  return {
+    filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
+    update: { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
+  };
 }
 
 /** One lease renewal of a `renewLeases` command. */
