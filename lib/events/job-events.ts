@@ -40,12 +40,12 @@ export class JobEvents implements OnApplicationShutdown {
   }
 
   emit(type: JobEventType, job: JobEventSubject, error?: string): void {
-    // Nobody listens and nothing is held: build nothing (this runs several times per job).
-    if (!this.subject.observed && this.enqueueing.size === 0) return;
+    const held = type === 'enqueued' ? undefined : this.enqueueing.get(job.jobId);
+    // Nobody listens and nothing is to be held for a later subscriber: build nothing (this runs several times a job).
+    if (!held && !this.subject.observed) return;
     const event: JobEvent = { type, jobId: job.jobId, name: job.name, attempt: job.attempt, at: now() };
     if (error !== undefined) event.error = error;
-    const held = this.enqueueing.get(event.jobId);
-    if (held && type !== 'enqueued') held.push(event);
+    if (held) held.push(event);
     else this.next(event);
   }
 
