@@ -24,6 +24,8 @@ import { Wakeup } from './wakeup';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
 type BurstEnd = 'full' | 'empty' | 'failed';
+/** `inconclusive`: nothing due among names narrowed by claims in flight, and one of those names has room again. */
+type ClaimStepResult = 'claimed' | 'empty' | 'inconclusive' | 'failed';
 
 interface RunningExecution {
   execution: JobExecution;
@@ -271,7 +273,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
           .then((result) => {
             if (result !== 'failed') burst.succeeded = true;
             if (result === 'claimed') burst.claimed += 1;
-            else burst.end ??= result;
+            else if (result !== 'inconclusive') burst.end ??= result;
           })
           .finally(() => inFlight.delete(step));
         inFlight.add(step);
@@ -296,7 +298,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
    * One claim among `names`. While it is in flight it holds a slot and counts against the free capacity of every
    * name it may return, so that claims in flight together never take more of a name than its limit allows.
    */
-  private async claimStep(excluded: string[], names: readonly string[]): Promise<'claimed' | 'empty' | 'failed'> {
+  private async claimStep(excluded: string[], names: readonly string[]): Promise<ClaimStepResult> {
     this.claimsInFlight += 1;
     for (const name of names) addCount(this.claimingPerName, name, +1);
     let claim: ClaimedJob | null;
@@ -311,7 +313,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       this.lastPollAt = now();
     }
     this.consecutiveClaimFailures = 0;
-    if (!claim) return 'empty';
+    if (!claim) {
+      // Nothing due among `names`; a name left out only for claims in flight that has room again was not asked for.
+      const saturated = this.saturatedNames();
+      return excluded.some((name) => !saturated.includes(name)) ? 'inconclusive' : 'empty';
+    }
     if (this.stopping) {
       // Shutdown began while this claim was in flight: hand it straight back rather than strand it.
       await this.finalizer.releaseUnstarted(claim).catch((error) => this.logError('Releasing a claim', error));

@@ -91,10 +91,10 @@ describe('several claims in flight', () => {
     const app = await start({ concurrency: 30 });
     const release = jest.spyOn(app.repository, 'release');
     const probe = instrumentTakes(app, 20);
-    // The limited jobs sort first, so every claim that may take one does.
+    // The unlimited jobs sort first: by the time the limited ones are next, several claims are in flight at once.
     await app.jobs.enqueueMany([
-      ...Array.from({ length: 10 }, (_, i) => ({ name: 'limited', payload: { i }, options: { priority: 5 } })),
-      ...Array.from({ length: 20 }, (_, i) => ({ name: 'block', payload: { i } })),
+      ...Array.from({ length: 20 }, (_, i) => ({ name: 'block', payload: { i }, options: { priority: 5 } })),
+      ...Array.from({ length: 10 }, (_, i) => ({ name: 'limited', payload: { i } })),
     ]);
     await waitFor(() => (active.get('block') ?? 0) === 20 && (active.get('limited') ?? 0) === 2, '22 jobs running');
     expect(probe.maxInFlight).toBeGreaterThan(1);
