@@ -47,6 +47,10 @@ export class JobClaimService implements OnApplicationBootstrap {
   private runnable: string[] = [];
   /** When a search for expired leases last came back empty (epoch ms). */
   private lastReclaimSearchAt = Number.NEGATIVE_INFINITY;
+  /** A search for expired leases is under way: concurrent claim steps leave it to that one instead of repeating it. */
+  private reclaimSearching = false;
+  /** Set-aside writes under way, by row id: a second claim step that hits the same refused row waits for the first. */
+  private readonly settingAside = new Map<string, Promise<string | null>>();
 
   constructor(
     private readonly repository: JobsRepository,
@@ -86,16 +90,27 @@ export class JobClaimService implements OnApplicationBootstrap {
    * delays a reclaim by at most one poll interval, and saves a query per job under load (3 → 2 round trips).
    */
   async claimNext(excludedNames: string[] = []): Promise<ClaimedJob | null> {
-    const names = this.runnable.filter((name) => !excludedNames.includes(name));
+    const names = this.claimableNames(excludedNames);
     if (names.length === 0) return null;
-    const reclaimDue = now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
+    const reclaimDue =
+      !this.reclaimSearching && now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
     if (reclaimDue) {
-      const reclaimed = await this.reclaimNext(names);
+      const reclaimed = await this.searchExpired(names);
       if (reclaimed) return reclaimed;
     }
     const due = await this.takeNext('pending', names);
     if (due) return due;
-    return reclaimDue ? null : this.reclaimNext(names);
+    // A concurrent step searching for expired leases right now covers this one's search.
+    return reclaimDue || this.reclaimSearching ? null : this.searchExpired(names);
+  }
+
+  /**
+   * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those. May be
+   * this service's own list: callers must not change it.
+   */
+  claimableNames(excludedNames: readonly string[]): string[] {
+    if (excludedNames.length === 0) return this.runnable;
+    return this.runnable.filter((name) => !excludedNames.includes(name));
   }
 
   /**
@@ -127,6 +142,16 @@ export class JobClaimService implements OnApplicationBootstrap {
       return { kind: 'dead_lettered', doc: taken.doc };
     }
     return { kind: 'missed' };
+  }
+
+  /** `reclaimNext`, marked as under way so that concurrent claim steps do not search too. */
+  private async searchExpired(names: string[]): Promise<ClaimedJob | null> {
+    this.reclaimSearching = true;
+    try {
+      return await this.reclaimNext(names);
+    } finally {
+      this.reclaimSearching = false;
+    }
   }
 
   /** Takes over the oldest expired lease, dead-lettering those whose lost attempt was their last. */
@@ -231,9 +256,25 @@ export class JobClaimService implements OnApplicationBootstrap {
   /**
    * Marks a refused row `failed`; resolves the reason, or null when the row no longer matched or the server refused
    * that write too (the row is then skipped in memory). Any other failure of that write is thrown: the row is probed
-   * again on a later poll.
+   * again on a later poll. A concurrent claim step that hits the same row waits for the first one's write (which
+   * alone logs and emits), and a row already skipped in memory is not written again.
    */
-  private async setAside(
+  private setAside(
+    source: ClaimSource,
+    row: { _id: Types.ObjectId; name: string },
+    cause: string,
+    at: Date,
+  ): Promise<string | null> {
+    const jobId = row._id.toHexString();
+    const underWay = this.settingAside.get(jobId);
+    if (underWay) return underWay.catch(() => null);
+    if (this.setAsideIds.has(row._id)) return Promise.resolve(null);
+    const write = this.writeSetAside(source, row, cause, at).finally(() => this.settingAside.delete(jobId));
+    this.settingAside.set(jobId, write);
+    return write;
+  }
+
+  private async writeSetAside(
     source: ClaimSource,
     row: { _id: Types.ObjectId; name: string },
     cause: string,

@@ -22,6 +22,10 @@ export class SetAsideIds {
     this.snapshot = [...this.ids.values()];
   }
 
+  has(id: Types.ObjectId): boolean {
+    return this.ids.has(id.toHexString());
+  }
+
   /** The remembered ids, oldest first. The same array until the next `add`: callers must not change it. */
   values(): readonly Types.ObjectId[] {
     return this.snapshot;

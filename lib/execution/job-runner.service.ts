@@ -5,6 +5,7 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
+import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight';
 import { JobClaimService } from '../claim/job-claim.service';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
@@ -21,6 +22,11 @@ import { JobFinalizer } from './job-finalizer.service';
 import { describeJobId, whyNotRunnable } from './runnable-row';
 import { Wakeup } from './wakeup';
 
+/** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
+type BurstEnd = 'full' | 'empty' | 'failed';
+/** `inconclusive`: nothing due among names narrowed by claims in flight, and one of those names has room again. */
+type ClaimStepResult = 'claimed' | 'empty' | 'inconclusive' | 'failed';
+
 interface RunningExecution {
   execution: JobExecution;
   /** The handler has settled (or never started): only its outcome write may still be under way. */
@@ -29,10 +35,10 @@ interface RunningExecution {
 }
 
 /**
- * The worker: one poll loop with `concurrency` slots. A claim re-polls at once while a slot is free,
- * an empty poll sleeps `pollIntervalMs` (cut short by a local enqueue or a freed slot), and every
- * claim/finalize error is logged without stopping the loop. A slot is held until its handler settles and its
- * outcome is written, never just until a timer fires.
+ * The worker: one poll loop with `concurrency` slots. While work is due and slots are free it keeps up to
+ * `MAX_CLAIMS_IN_FLIGHT` claims in flight, an empty poll sleeps `pollIntervalMs` (cut short by a local enqueue or
+ * a freed slot), and every claim/finalize error is logged without stopping the loop. A slot is held until its
+ * handler settles and its outcome is written, never just until a timer fires.
  */
 @Injectable()
 export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -40,6 +46,9 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /** Keyed by lock id: one job can have two executions here (a cancelled attempt still settling, and a retry). */
   private readonly running = new Map<string, RunningExecution>();
   private readonly runningPerName = new Map<string, number>();
+  /** Claims in flight, and per name how many of them may return a job of it. */
+  private claimsInFlight = 0;
+  private readonly claimingPerName = new Map<string, number>();
   private readonly wakeup = new Wakeup();
   private loop?: Promise<void>;
   private stopping = false;
@@ -235,26 +244,87 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       await this.wakeup.sleep(this.options.pollIntervalMs);
       return;
     }
+    const end = await this.claimBurst();
+    if (end !== 'full') await this.wakeup.sleep(this.options.pollIntervalMs);
+  }
+
+  /**
+   * Claims while work is due and slots are free, with up to `min(free slots, MAX_CLAIMS_IN_FLIGHT)` claims in flight.
+   * It opens with one claim (an empty queue costs one claim per poll) and allows one more in flight per job claimed,
+   * so a lone job costs what a one-at-a-time loop does and a large backlog doubles the claims in flight every round
+   * trip. The first claim that finds nothing or throws stops new ones; resolves once every claim in flight landed.
+   */
+  private async claimBurst(): Promise<BurstEnd> {
+    const inFlight = new Set<Promise<void>>();
+    const burst: { claimed: number; succeeded: boolean; end?: BurstEnd } = { claimed: 0, succeeded: false };
+    for (;;) {
+      while (burst.end === undefined && this.mayClaimMore(inFlight.size, burst.claimed)) {
+        const excluded = this.saturatedNames();
+        const names = this.claims.claimableNames(excluded);
+        if (names.length === 0) {
+          // Every name is at its limit (counting claims in flight): nothing to ask for until one frees up.
+          if (inFlight.size === 0) {
+            this.lastPollAt = now();
+            burst.end = 'empty';
+          }
+          break;
+        }
+        const step: Promise<void> = this.claimStep(excluded, names)
+          .then((result) => {
+            if (result !== 'failed') burst.succeeded = true;
+            if (result === 'claimed') burst.claimed += 1;
+            else if (result !== 'inconclusive') burst.end ??= result;
+          })
+          .finally(() => inFlight.delete(step));
+        inFlight.add(step);
+      }
+      if (inFlight.size === 0) break;
+      await Promise.race(inFlight);
+    }
+    // Counted per poll, not per claim: a burst whose every claim threw is one failed poll.
+    if (burst.end === 'failed' && !burst.succeeded) this.consecutiveClaimFailures += 1;
+    return burst.end ?? 'full';
+  }
+
+  private mayClaimMore(inFlight: number, claimed: number): boolean {
+    return (
+      !this.stopping &&
+      inFlight < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, claimed)) &&
+      this.running.size + this.claimsInFlight < this.options.concurrency
+    );
+  }
+
+  /**
+   * One claim among `names`. While it is in flight it holds a slot and counts against the free capacity of every
+   * name it may return, so that claims in flight together never take more of a name than its limit allows.
+   */
+  private async claimStep(excluded: string[], names: readonly string[]): Promise<ClaimStepResult> {
+    this.claimsInFlight += 1;
+    for (const name of names) addCount(this.claimingPerName, name, +1);
     let claim: ClaimedJob | null;
     try {
-      claim = await this.claims.claimNext(this.saturatedNames());
-      this.consecutiveClaimFailures = 0;
+      claim = await this.claims.claimNext(excluded);
     } catch (error) {
-      this.lastPollAt = now();
-      this.consecutiveClaimFailures += 1;
       this.logError('Claiming a job', error);
-      await this.wakeup.sleep(this.options.pollIntervalMs);
-      return;
+      return 'failed';
+    } finally {
+      this.claimsInFlight -= 1;
+      for (const name of names) addCount(this.claimingPerName, name, -1);
+      this.lastPollAt = now();
     }
-    this.lastPollAt = now();
+    this.consecutiveClaimFailures = 0;
     if (!claim) {
-      await this.wakeup.sleep(this.options.pollIntervalMs);
-    } else if (this.stopping) {
+      // Nothing due among `names`; a name left out only for claims in flight that has room again was not asked for.
+      const saturated = this.saturatedNames();
+      return excluded.some((name) => !saturated.includes(name)) ? 'inconclusive' : 'empty';
+    }
+    if (this.stopping) {
       // Shutdown began while this claim was in flight: hand it straight back rather than strand it.
       await this.finalizer.releaseUnstarted(claim).catch((error) => this.logError('Releasing a claim', error));
     } else {
-      void this.execute(claim);
+      void this.execute(claim); // takes its slot synchronously, before any other claim is sent
     }
+    return 'claimed';
   }
 
   private async shutdown(): Promise<void> {
@@ -286,13 +356,20 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     return [...this.running.values()].filter(filter).map((entry) => entry.done);
   }
 
+  /** Names with no free capacity left: their running executions plus the claims in flight that may return them. */
   private saturatedNames(): string[] {
     const names: string[] = [];
     for (const [name, count] of this.runningPerName) {
-      const limit = this.registry.get(name)?.concurrency ?? Number.POSITIVE_INFINITY;
-      if (count >= limit) names.push(name);
+      if (count + (this.claimingPerName.get(name) ?? 0) >= this.limitOf(name)) names.push(name);
+    }
+    for (const [name, count] of this.claimingPerName) {
+      if (!this.runningPerName.has(name) && count >= this.limitOf(name)) names.push(name);
     }
     return names;
+  }
+
+  private limitOf(name: string): number {
+    return this.registry.get(name)?.concurrency ?? Number.POSITIVE_INFINITY;
   }
 
   private adjustRunning(name: string, delta: number): void {
@@ -311,6 +388,12 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 /** Resolves when `work` settles or at the absolute time `until` (epoch ms), whichever is first. Never rejects. */
 async function settledBy(work: Promise<unknown> | undefined, until: number): Promise<void> {
   await raceTimeout(work?.catch(() => undefined) ?? Promise.resolve(), until - Date.now(), () => undefined);
+}
+
+function addCount(counts: Map<string, number>, name: string, delta: number): void {
+  const count = (counts.get(name) ?? 0) + delta;
+  if (count > 0) counts.set(name, count);
+  else counts.delete(name);
 }
 
 function messageOf(error: unknown): string {

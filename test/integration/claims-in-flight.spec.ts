@@ -1,0 +1,192 @@
+import { afterEach, describe, expect, it, jest } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import type { Collection, Document, MongoClient } from 'mongodb';
+import { mongo } from 'mongoose';
+import { type JobExecutionContext, JobHandler } from '../../lib';
+import { MAX_CLAIMS_IN_FLIGHT } from '../../lib/claim/claims-in-flight';
+import { JobClaimService } from '../../lib/claim/job-claim.service';
+import { JobRunner } from '../../lib/execution/job-runner.service';
+import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
+
+let gate = deferred();
+const active = new Map<string, number>();
+const maxActive = new Map<string, number>();
+
+async function hold(ctx: JobExecutionContext): Promise<void> {
+  active.set(ctx.name, (active.get(ctx.name) ?? 0) + 1);
+  maxActive.set(ctx.name, Math.max(maxActive.get(ctx.name) ?? 0, active.get(ctx.name) ?? 0));
+  try {
+    await gate.promise;
+  } finally {
+    active.set(ctx.name, (active.get(ctx.name) ?? 0) - 1);
+  }
+}
+
+@Injectable()
+class BlockingHandlers {
+  @JobHandler('block')
+  block(_payload: unknown, ctx: JobExecutionContext) {
+    return hold(ctx);
+  }
+
+  @JobHandler('limited', { concurrency: 2 })
+  limited(_payload: unknown, ctx: JobExecutionContext) {
+    return hold(ctx);
+  }
+}
+
+/** Delays every claim and reclaim round trip by `delayMs` and records how many overlap, and the order of events. */
+function instrumentTakes(app: JobsTestApp, delayMs: number) {
+  const take = app.repository.take.bind(app.repository);
+  const probe = { inFlight: 0, maxInFlight: 0, pending: 0, log: [] as string[] };
+  app.repository.take = async (source, ...args) => {
+    probe.inFlight += 1;
+    probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
+    if (source === 'pending') probe.pending += 1;
+    try {
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      const row = await take(source, ...args);
+      probe.log.push(`${source}:${row ? 'row' : 'none'}`);
+      return row;
+    } finally {
+      probe.inFlight -= 1;
+    }
+  };
+  return probe;
+}
+
+describe('several claims in flight', () => {
+  const apps: JobsTestApp[] = [];
+  afterEach(async () => {
+    gate.resolve();
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    gate = deferred();
+    active.clear();
+    maxActive.clear();
+  });
+
+  const start = async (options: Record<string, unknown>) => {
+    const app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('claims_in_flight'),
+      options: { pollIntervalMs: 50, ...options },
+      providers: [BlockingHandlers],
+    });
+    apps.push(app);
+    return app;
+  };
+
+  it('fills 50 free slots with overlapping claims, never more than the cap at once', async () => {
+    const app = await start({ concurrency: 50 });
+    const probe = instrumentTakes(app, 20);
+    await app.jobs.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ name: 'block', payload: { i } })));
+    await waitFor(() => (active.get('block') ?? 0) === 50, 'all 50 jobs running');
+    expect(probe.maxInFlight).toBeGreaterThan(1);
+    expect(probe.maxInFlight).toBeLessThanOrEqual(MAX_CLAIMS_IN_FLIGHT);
+    // 50 claims with up to the cap in flight: far fewer sequential round trips than one per slot.
+    expect(app.get(JobRunner).pollState().running).toBe(50);
+  });
+
+  it('never sends a claim for a name whose free capacity in-flight claims already hold', async () => {
+    const app = await start({ concurrency: 30 });
+    const release = jest.spyOn(app.repository, 'release');
+    const probe = instrumentTakes(app, 20);
+    // The unlimited jobs sort first: by the time the limited ones are next, several claims are in flight at once.
+    await app.jobs.enqueueMany([
+      ...Array.from({ length: 20 }, (_, i) => ({ name: 'block', payload: { i }, options: { priority: 5 } })),
+      ...Array.from({ length: 10 }, (_, i) => ({ name: 'limited', payload: { i } })),
+    ]);
+    await waitFor(() => (active.get('block') ?? 0) === 20 && (active.get('limited') ?? 0) === 2, '22 jobs running');
+    expect(probe.maxInFlight).toBeGreaterThan(1);
+    expect(maxActive.get('limited')).toBe(2);
+    // Prefer not sending: no claim came back for a name at its limit only to be handed back.
+    expect(release).not.toHaveBeenCalled();
+    expect(await app.jobs.stats()).toMatchObject({ running: 22, pending: 8 });
+    gate.resolve();
+    await waitFor(async () => (await app.jobs.stats()).completed === 30, '30 completed jobs');
+    expect(maxActive.get('limited')).toBe(2);
+    expect(release).not.toHaveBeenCalled();
+  });
+
+  it('claims a burst in parallel, then sends one claim per poll on an empty queue, not one per free slot', async () => {
+    const app = await start({ concurrency: 100, pollIntervalMs: 30 });
+    const probe = instrumentTakes(app, 5);
+    gate.resolve(); // jobs finish at once
+    await app.jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ name: 'block', payload: { i } })));
+    await waitFor(async () => (await app.jobs.stats()).completed === 40, '40 completed jobs');
+    expect(probe.maxInFlight).toBeGreaterThan(1);
+    // The queue is empty now: each poll is one claim, then a sleep, whatever the free slots.
+    const runner = app.get(JobRunner) as unknown as { wakeup: { sleep: (ms: number) => Promise<void> } };
+    const sleep = runner.wakeup.sleep.bind(runner.wakeup);
+    runner.wakeup.sleep = (ms) => {
+      probe.log.push('sleep');
+      return sleep(ms);
+    };
+    probe.maxInFlight = 0;
+    const from = probe.log.push('mark');
+    await waitFor(() => probe.log.slice(from).filter((entry) => entry === 'sleep').length >= 6, 'six empty polls');
+    const polls = probe.log.slice(from).join(' ').split('sleep').slice(1, -1);
+    for (const poll of polls) expect(poll.match(/pending:none/g)).toHaveLength(1);
+    expect(probe.maxInFlight).toBe(1);
+  });
+});
+
+describe('concurrent claim steps in the claim service', () => {
+  let client: MongoClient | undefined;
+  const apps: JobsTestApp[] = [];
+  afterEach(async () => {
+    await client?.close();
+    client = undefined;
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+  });
+
+  const service = async () => {
+    const dbName = uniqueDatabaseName('claim_steps');
+    const app = await createJobsTestApp({
+      dbName,
+      options: { worker: false, pollIntervalMs: 60_000 },
+      providers: [BlockingHandlers],
+    });
+    apps.push(app);
+    client = await connectTestClient({ maxPoolSize: 2 });
+    return { app, raw: client.db(dbName).collection('jobs') as Collection<Document> };
+  };
+
+  it('searches for expired leases once when several claim steps run at once', async () => {
+    const { app } = await service();
+    const probe = instrumentTakes(app, 10);
+    await app.jobs.enqueueMany(Array.from({ length: 4 }, (_, i) => ({ name: 'block', payload: { i } })));
+    const claims = app.get(JobClaimService);
+    const taken = await Promise.all([claims.claimNext(), claims.claimNext(), claims.claimNext(), claims.claimNext()]);
+    expect(taken.every((claim) => claim !== null)).toBe(true);
+    expect(new Set(taken.map((claim) => claim?.doc._id.toHexString())).size).toBe(4);
+    expect(probe.log.filter((entry) => entry.startsWith('running:'))).toEqual(['running:none']);
+  });
+
+  it('sets a refused row aside once when two concurrent claim steps both hit it', async () => {
+    const { app, raw } = await service();
+    const at = new Date(Date.now() - 60_000);
+    const poison = await raw.insertOne({
+      name: 'block',
+      payload: {},
+      status: 'pending',
+      runAt: at,
+      priority: 100,
+      attemptCount: 0,
+      maxAttempts: 5,
+      attempts: [],
+      fencingToken: 'x', // $inc on it is refused
+      createdAt: at,
+      updatedAt: at,
+    });
+    await app.jobs.enqueueMany([{ name: 'block' }, { name: 'block' }]);
+    const setAside = jest
+      .spyOn(app.repository, 'setAside')
+      .mockRejectedValue(new mongo.MongoServerError({ message: 'injected: refused to mark failed', code: 2 }));
+    const claims = app.get(JobClaimService);
+    const taken = await Promise.all([claims.claimNext(), claims.claimNext()]);
+    expect(taken.map((claim) => claim?.doc.name)).toEqual(['block', 'block']);
+    expect(setAside).toHaveBeenCalledTimes(1);
+    expect(await raw.findOne({ _id: poison.insertedId })).toMatchObject({ status: 'pending' });
+  });
+});
