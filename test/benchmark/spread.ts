@@ -26,8 +26,9 @@ export function fmtSpread(s: Spread, digits: number, suffix = ''): string {
 }
 
 /**
- * A ratio between two systems measured in the same rounds: the ratio of their medians, and the range of the
- * per-round ratios (round i of one against round i of the other), which is the spread a target is judged against.
+ * A ratio between two systems measured in the same rounds: the ratio of their medians over the rounds both ran, and
+ * the range of the per-round ratios (round i of one against round i of the other), the spread a target is judged
+ * against.
  */
 export interface RatioSpread {
   ofMedians: number;
@@ -38,18 +39,20 @@ export function ratioSpread(
   numerator: Map<number, number | null>,
   denominator: Map<number, number | null>,
 ): RatioSpread {
-  const ofMedians = spreadOf([...numerator.values()]).median / spreadOf([...denominator.values()]).median;
-  const perRound: number[] = [];
+  // Only rounds where both were measured: a system run in fewer rounds (Agenda) is compared with those rounds.
+  const paired: Array<[number, number]> = [];
   for (const [round, value] of numerator) {
     const base = denominator.get(round);
-    if (typeof value === 'number' && typeof base === 'number' && base > 0) perRound.push(value / base);
+    if (typeof value === 'number' && typeof base === 'number' && base > 0) paired.push([value, base]);
   }
-  return { ofMedians, rounds: spreadOf(perRound) };
+  const ofMedians = spreadOf(paired.map(([v]) => v)).median / spreadOf(paired.map(([, b]) => b)).median;
+  return { ofMedians, rounds: spreadOf(paired.map(([v, b]) => v / b)) };
 }
 
 export function fmtRatio(r: RatioSpread, digits = 2): string {
   if (!Number.isFinite(r.ofMedians)) return '–';
-  const range = r.rounds.n > 0 ? ` (${fmt(r.rounds.min, digits)}–${fmt(r.rounds.max, digits)})` : '';
+  const range =
+    r.rounds.n > 1 ? ` (${fmt(r.rounds.min, digits)}–${fmt(r.rounds.max, digits)})` : ` (${r.rounds.n} round)`;
   return `${fmt(r.ofMedians, digits)}×${range}`;
 }
 
