@@ -330,7 +330,7 @@ function summarize(reps: RenewalRep[], config: BenchConfig) {
   ];
   const idealJobsPerSecond = rc.concurrency / (rc.shortJobMs / 1000);
   const table = formatTable(
-    `5. Renewals: concurrency ${rc.concurrency} in one worker, leaseMs ${rc.leaseMs} (heartbeat ${fmtInt(rc.leaseMs / 3)} ms), ` +
+    `6. Renewals: concurrency ${rc.concurrency} in one worker, leaseMs ${rc.leaseMs} (heartbeat ${fmtInt(rc.leaseMs / 3)} ms), ` +
       `${fmtInt(rc.windowMs)} ms steady-state window, median (min–max) of ${reps.length} rep(s)`,
     ['metric', 'value'],
     [
