@@ -351,6 +351,10 @@ function summarize(reps: RenewalRep[], config: BenchConfig) {
         `  vs ideal ${fmtInt(idealJobsPerSecond)} jobs/s (concurrency / job time)`,
         fmtSpread(summary.shortRatioToIdeal, 2),
       ],
+      [
+        '  stale events / completed rows without a completed event (all reps)',
+        `${reps.reduce((a, r) => a + r.staleEvents, 0)} / ${reps.reduce((a, r) => a + r.completedWithoutEvent, 0)}`,
+      ],
     ],
   );
   return { config: rc, reps, summary, targets, table };
