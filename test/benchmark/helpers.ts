@@ -34,6 +34,11 @@ export interface BenchConfig {
   repetitions: number;
   throughputJobs: number;
   throughputConcurrency: number;
+  /** Interleaved rounds of the throughput scenario (raw, library, … in each round). */
+  throughputRounds: number;
+  /** Rounds that also run Agenda (the first ones): it is the slowest, and only one target compares to it. */
+  agendaRounds: number;
+  renewal: RenewalConfig;
   enqueueJobs: number;
   pickupSamples: number;
   pickupPollIntervalMs: number;
@@ -46,6 +51,19 @@ export interface BenchConfig {
   only: string[] | null;
   /** Throughput systems to run (BENCH_THROUGHPUT_TARGETS=library,raw,…); library, raw and agenda when unset. */
   throughputTargets: string[] | null;
+}
+
+/** Sizes of the `renewals` scenario (see renewals.bench.ts). */
+export interface RenewalConfig {
+  repetitions: number;
+  /** Worker concurrency, and the number of long jobs that fill it. */
+  concurrency: number;
+  leaseMs: number;
+  /** Steady-state measuring window, once every slot is running and every lease has had a heartbeat interval. */
+  windowMs: number;
+  /** Short jobs for the throughput part, and how long each runs. */
+  shortJobs: number;
+  shortJobMs: number;
 }
 
 /**
@@ -65,6 +83,9 @@ export function readConfig(serverKind: string): BenchConfig {
     repetitions: envInt('BENCH_REPS', 3),
     throughputJobs: envInt('BENCH_THROUGHPUT_JOBS', quick ? 500 : javaServer ? 2_000 : 5_000),
     throughputConcurrency: envInt('BENCH_CONCURRENCY', 16),
+    throughputRounds: envInt('BENCH_THROUGHPUT_ROUNDS', 5),
+    agendaRounds: envInt('BENCH_AGENDA_ROUNDS', quick ? 1 : 2),
+    renewal: readRenewalConfig(quick),
     enqueueJobs: envInt('BENCH_ENQUEUE_JOBS', quick ? 200 : 1_000),
     pickupSamples: envInt('BENCH_PICKUP_SAMPLES', quick ? 30 : 200),
     pickupPollIntervalMs: envInt('BENCH_PICKUP_POLL_MS', 100),
@@ -75,6 +96,18 @@ export function readConfig(serverKind: string): BenchConfig {
     depthClaims: envInt('BENCH_DEPTH_CLAIMS', quick ? 30 : 200),
     only: list('BENCH_ONLY'),
     throughputTargets: list('BENCH_THROUGHPUT_TARGETS'),
+  };
+}
+
+function readRenewalConfig(quick: boolean): RenewalConfig {
+  const concurrency = envInt('BENCH_RENEWAL_CONCURRENCY', quick ? 100 : 500);
+  return {
+    repetitions: envInt('BENCH_RENEWAL_REPS', quick ? 1 : 2),
+    concurrency,
+    leaseMs: envInt('BENCH_RENEWAL_LEASE_MS', 3_000),
+    windowMs: envInt('BENCH_RENEWAL_WINDOW_MS', quick ? 2_000 : 4_000),
+    shortJobs: envInt('BENCH_RENEWAL_SHORT_JOBS', 2 * concurrency),
+    shortJobMs: envInt('BENCH_RENEWAL_SHORT_JOB_MS', 2_000),
   };
 }
 

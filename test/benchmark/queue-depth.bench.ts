@@ -1,7 +1,18 @@
+import { Injectable } from '@nestjs/common';
+import { JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { JobsRepository } from '../../lib/persistence/jobs.repository';
 import { type BenchContext, benchDbName, createBenchApp, dropDatabase, insertPendingJobs } from './bench-app';
 import { type BenchConfig, fmt, fmtInt, formatTable, log, medianOf, nowMs, percentile } from './helpers';
+
+const JOB = 'bench.depth';
+
+/** Claims take only names with a handler in the process: the queue's name needs one (it never runs, worker: false). */
+@Injectable()
+class DepthJobs {
+  @JobHandler(JOB)
+  noop(): void {}
+}
 
 export interface DepthRep {
   depth: number;
@@ -23,11 +34,11 @@ export async function runQueueDepth(ctx: BenchContext, config: BenchConfig) {
   const setupMs: Record<number, number> = {};
   for (const depth of depths) {
     const dbName = benchDbName(`depth_${depth}`);
-    const app = await createBenchApp(ctx.uri, dbName, { worker: false });
+    const app = await createBenchApp(ctx.uri, dbName, { worker: false }, [DepthJobs]);
     const collection = ctx.client.db(dbName).collection('jobs');
     try {
       const t0 = nowMs();
-      await insertPendingJobs(collection, 'bench.depth', depth);
+      await insertPendingJobs(collection, JOB, depth);
       setupMs[depth] = nowMs() - t0;
       log(`queue depth ${fmtInt(depth)}: inserted in ${fmtInt(setupMs[depth])} ms`);
       const claims = app.get(JobClaimService);

@@ -2,9 +2,11 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { getConnectionToken } from '@nestjs/mongoose';
-import { MongoClient, type ObjectId } from 'mongodb';
+import { type Document, MongoClient, type ObjectId, type UpdateFilter } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { JobHandler, JobsService } from '../../lib';
+import { MAX_ATTEMPT_HISTORY } from '../../lib/jobs.constants';
+import { defaultWorkerId } from '../../lib/utils/worker-id';
 import {
   type BenchContext,
   benchDbName,
@@ -14,27 +16,53 @@ import {
   dropDatabase,
   pendingJobDoc,
 } from './bench-app';
+import { CpuMeter } from './cpu-meter';
 import { type BenchConfig, fmt, fmtInt, formatTable, log, medianOf, nowMs, withTimeout } from './helpers';
+import {
+  type Bound,
+  fmtRatio,
+  fmtSpread,
+  judge,
+  type RatioSpread,
+  ratioSpread,
+  type Spread,
+  spreadOf,
+  type TargetCheck,
+} from './spread';
 
 const JOB = 'bench.noop';
 const TRIAL_TIMEOUT_MS = 180_000;
-/** Agenda 6 keeps its MongoDB backend in a separate package (peer of agenda 6.2.6); see ensureAgendaBackend. */
 
 /**
  * The `raw…` variants are diagnostics (run them with BENCH_THROUGHPUT_TARGETS): `+reclaim` adds the library's
  * expired-lease findOneAndUpdate before every claim; `-serial-claim` claims from one loop, one claim in flight at a
  * time, completions running concurrently, like the library's poll loop. `raw-serial-claim+reclaim` is the library's
  * protocol and loop shape without the library. Together they split the gap to the raw loop into its causes.
+ * The order is the order within a round: raw first, then the library right after it.
  */
-const SYSTEMS = ['library', 'raw', 'agenda', 'raw+reclaim', 'raw-serial-claim', 'raw-serial-claim+reclaim'] as const;
+const SYSTEMS = ['raw', 'library', 'raw+reclaim', 'raw-serial-claim', 'raw-serial-claim+reclaim', 'agenda'] as const;
 /** The library's default: a busy worker re-claims as soon as a slot frees, so the interval only paces idle polls. */
 const LIBRARY_POLL_INTERVAL_MS = 1000;
-const DEFAULT_SYSTEMS: ThroughputSystem[] = ['library', 'raw', 'agenda'];
+/** The library's default lease, which the raw loop writes too (same `lockedUntil` distance, same document). */
+const LEASE_MS = 30_000;
+const DEFAULT_SYSTEMS: ThroughputSystem[] = ['raw', 'library', 'agenda'];
 export type ThroughputSystem = (typeof SYSTEMS)[number];
+
+/** What the raw loop still does differently from the library's claim and completion (its queries are the same). */
+const RAW_LOOP_DIFFERENCES = [
+  'Raw loop vs library, remaining differences (same claim filter/sort/update/returnDocument, same completion):',
+  '  - the library also looks for expired leases (findAndModify on status running, ≤ 1 per poll interval, 1 s)',
+  '  - the library claims from one loop, one claim in flight at a time; the raw loop runs `concurrency` loops',
+  '  - the raw loop has no lease timers, events, retries or Nest; its lock ids have the same shape (host:pid:rand#n)',
+];
 
 export interface ThroughputTrial {
   system: ThroughputSystem;
+  /** Round of the interleaved sequence (1-based): ratios pair the systems of the same round. */
+  round: number;
   jobs: number;
+  /** Jobs completed inside the measured run (all but those finished while the enqueue was still running). */
+  measuredJobs: number;
   /** Time to store all jobs (excluded from throughput). */
   enqueueMs: number;
   /** From "all enqueued" to "all completed". */
@@ -42,18 +70,45 @@ export interface ThroughputTrial {
   jobsPerSecond: number;
   /** Jobs already completed when the enqueue returned (the worker was live during it); 0 for raw and Agenda. */
   completedDuringEnqueue: number;
-  /** This process's CPU (user+system) per job during the run: the client-side cost. */
+  /** This process's CPU (user+system) per measured job during the run: the client-side cost. */
   clientCpuMsPerJob: number;
-  /** The server process's CPU per job, when its pid is known (the Java server): the server-side cost. */
+  /** The server process's CPU per measured job, when its pid is known (the Java server): the server-side cost. */
   serverCpuMsPerJob: number | null;
-  /** Commands sent per job during the run, by kind (command monitoring is on for all three systems alike). */
+  /** Commands sent per job during the run, by kind (command monitoring is on for all systems alike). */
   commandsPerJob: Record<string, number>;
 }
 
+/** One system over its rounds: median and range of each figure. */
+export interface SystemSummary {
+  rounds: number;
+  jobsPerSecond: Spread;
+  clientCpuMsPerJob: Spread;
+  serverCpuMsPerJob: Spread;
+  commandsPerJob: Spread;
+  enqueueJobsPerSecond: number;
+}
+
+/** A system's figures relative to the raw loop's in the same rounds (throughput: higher is better; CPU: lower). */
+export interface RatiosToRaw {
+  jobsPerSecond: RatioSpread;
+  clientCpuMsPerJob: RatioSpread;
+  serverCpuMsPerJob: RatioSpread;
+}
+
 export interface ThroughputReport {
-  config: { jobs: number; concurrency: number; libraryPollIntervalMs: number; agenda: Record<string, number> };
-  trials: Array<ThroughputTrial | { system: ThroughputSystem; error: string }>;
-  medians: Record<string, { jobsPerSecond: number; enqueueJobsPerSecond: number; ratioToRaw: number } | string>;
+  config: {
+    jobs: number;
+    concurrency: number;
+    rounds: number;
+    agendaRounds: number;
+    libraryPollIntervalMs: number;
+    agenda: Record<string, number>;
+  };
+  trials: Array<ThroughputTrial | { system: ThroughputSystem; round: number; error: string }>;
+  systems: Record<string, SystemSummary | string>;
+  ratiosToRaw: Record<string, RatiosToRaw>;
+  libraryToAgenda: RatioSpread | null;
+  targets: TargetCheck[];
   table: string;
 }
 
@@ -64,6 +119,10 @@ class NoopJobs {
   noop(): void {}
 }
 
+/**
+ * Interleaved rounds, each `raw, library, (diagnostic variants), (agenda in the first rounds)`: the machine's noise
+ * drifts over minutes, so each system's figures are compared with the raw loop's of the same round.
+ */
 export async function runThroughput(ctx: BenchContext, config: BenchConfig, serverPid: number | null) {
   const systems = SYSTEMS.filter((s) =>
     config.throughputTargets ? config.throughputTargets.includes(s) : DEFAULT_SYSTEMS.includes(s),
@@ -74,26 +133,29 @@ export async function runThroughput(ctx: BenchContext, config: BenchConfig, serv
   };
   const trials: ThroughputReport['trials'] = [];
   await warmUp(ctx, config, systems, agendaConfig);
-  for (let rep = 1; rep <= config.repetitions; rep += 1) {
-    // Rotate the order, so no system always runs first (or right after the slowest one).
-    const order = systems.map((_, i) => systems[(i + rep - 1) % systems.length]);
-    for (const system of order) {
-      log(`throughput rep ${rep}/${config.repetitions}: ${system}, ${config.throughputJobs} jobs`);
+  const rounds = config.throughputRounds;
+  for (let round = 1; round <= rounds; round += 1) {
+    for (const system of [...systems]) {
+      if (system === 'agenda' && round > config.agendaRounds) continue;
+      log(`throughput round ${round}/${rounds}: ${system}, ${config.throughputJobs} jobs`);
       const cpu = new CpuMeter(serverPid);
       try {
         const run =
           system === 'library'
-            ? await libraryTrial(ctx, config, cpu, system)
+            ? await libraryTrial(ctx, config, cpu, round)
             : system === 'agenda'
-              ? await agendaTrial(ctx, config, cpu, agendaConfig)
-              : await rawTrial(ctx, config, cpu, system);
+              ? await agendaTrial(ctx, config, cpu, agendaConfig, round)
+              : await rawTrial(ctx, config, cpu, system, round);
         trials.push(run);
-        log(`  ${fmtInt(run.jobsPerSecond)} jobs/s (run ${fmtInt(run.runMs)} ms, enqueue ${fmtInt(run.enqueueMs)} ms)`);
+        log(
+          `  ${fmtInt(run.jobsPerSecond)} jobs/s (run ${fmtInt(run.runMs)} ms, enqueue ${fmtInt(run.enqueueMs)} ms), ` +
+            `client ${fmt(run.clientCpuMsPerJob, 3)} ms/job, server ${fmt(run.serverCpuMsPerJob ?? Number.NaN, 3)} ms/job`,
+        );
       } catch (error) {
         const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
         log(`  ${system} failed: ${reason}`);
-        trials.push({ system, error: reason });
-        // A system that cannot run on this server will not run on the next repetition either.
+        trials.push({ system, round, error: reason });
+        // A system that cannot run on this server will not run on the next round either.
         if (system === 'agenda') systems.splice(systems.indexOf(system), 1);
       }
     }
@@ -115,12 +177,31 @@ async function warmUp(
   log(`throughput warm-up: ${small.throughputJobs} jobs per system, not recorded`);
   const cpu = new CpuMeter(null);
   for (const system of systems) {
-    if (system.startsWith('library')) await libraryTrial(ctx, small, cpu, system);
+    if (system === 'library') await libraryTrial(ctx, small, cpu, 0);
     // Agenda's failure, if any, is reported by the measured trials.
-    else if (system === 'agenda') await agendaTrial(ctx, small, cpu, agenda).catch(() => undefined);
-    else await rawTrial(ctx, small, cpu, system);
+    else if (system === 'agenda') await agendaTrial(ctx, small, cpu, agenda, 0).catch(() => undefined);
+    else await rawTrial(ctx, small, cpu, system, 0);
   }
 }
+
+const TARGETS: Array<{ label: string; bound: Bound; ratio: (r: ThroughputReport) => RatioSpread | undefined }> = [
+  {
+    label: 'client CPU per job ≤ 1.15× raw loop',
+    bound: { op: '≤', value: 1.15 },
+    ratio: (r) => r.ratiosToRaw.library?.clientCpuMsPerJob,
+  },
+  {
+    label: 'server CPU per job ≤ 1.05× raw loop',
+    bound: { op: '≤', value: 1.05 },
+    ratio: (r) => r.ratiosToRaw.library?.serverCpuMsPerJob,
+  },
+  {
+    label: 'throughput ≥ 0.9× raw loop',
+    bound: { op: '≥', value: 0.9 },
+    ratio: (r) => r.ratiosToRaw.library?.jobsPerSecond,
+  },
+  { label: 'throughput ≥ 2× Agenda 6', bound: { op: '≥', value: 2 }, ratio: (r) => r.libraryToAgenda ?? undefined },
+];
 
 function summarize(
   trials: ThroughputReport['trials'],
@@ -129,67 +210,122 @@ function summarize(
 ): ThroughputReport {
   const ok = (system: ThroughputSystem) =>
     trials.filter((t): t is ThroughputTrial => t.system === system && !('error' in t));
-  const rawMedian = medianOf(ok('raw'), (t) => t.jobsPerSecond);
-  const medians: ThroughputReport['medians'] = {};
+  const byRound = (system: ThroughputSystem, pick: (t: ThroughputTrial) => number | null) =>
+    new Map(ok(system).map((t) => [t.round, pick(t)]));
+  const report: ThroughputReport = {
+    config: {
+      jobs: config.throughputJobs,
+      concurrency: config.throughputConcurrency,
+      rounds: config.throughputRounds,
+      agendaRounds: config.agendaRounds,
+      libraryPollIntervalMs: LIBRARY_POLL_INTERVAL_MS,
+      agenda,
+    },
+    trials,
+    systems: {},
+    ratiosToRaw: {},
+    libraryToAgenda: null,
+    targets: [],
+    table: '',
+  };
   const rows: string[][] = [];
-  const breakdown: string[] = ['Commands per job during the run (last rep):'];
+  const ratioRows: string[][] = [];
+  const breakdown: string[] = ['Commands per job during the run (last round):'];
   const notes: string[] = [];
   for (const system of SYSTEMS) {
     const runs = ok(system);
     const failure = trials.find((t) => t.system === system && 'error' in t) as { error: string } | undefined;
+    if (failure)
+      notes.push(
+        `${system} failed in ${trials.filter((t) => t.system === system && 'error' in t).length} round(s): ${failure.error}`,
+      );
     if (runs.length === 0) {
       if (failure) {
-        medians[system] = `not run: ${failure.error}`;
-        rows.push([system, 'not run', '', '', '', '', '', '', '']);
-        notes.push(`${system} not run: ${failure.error}`);
+        report.systems[system] = `not run: ${failure.error}`;
+        rows.push([system, 'not run', '', '', '', '', '']);
       }
       continue;
     }
-    const jobsPerSecond = medianOf(runs, (t) => t.jobsPerSecond);
-    const enqueueJobsPerSecond = medianOf(runs, (t) => (t.jobs / t.enqueueMs) * 1000);
-    const ratioToRaw = jobsPerSecond / rawMedian;
-    medians[system] = { jobsPerSecond, enqueueJobsPerSecond, ratioToRaw };
-    const speeds = runs.map((t) => t.jobsPerSecond);
+    const summary: SystemSummary = {
+      rounds: runs.length,
+      jobsPerSecond: spreadOf(runs.map((t) => t.jobsPerSecond)),
+      clientCpuMsPerJob: spreadOf(runs.map((t) => t.clientCpuMsPerJob)),
+      serverCpuMsPerJob: spreadOf(runs.map((t) => t.serverCpuMsPerJob)),
+      commandsPerJob: spreadOf(runs.map((t) => Object.values(t.commandsPerJob).reduce((a, b) => a + b, 0))),
+      enqueueJobsPerSecond: medianOf(runs, (t) => (t.jobs / t.enqueueMs) * 1000),
+    };
+    report.systems[system] = summary;
     rows.push([
       system,
-      fmtInt(jobsPerSecond),
-      `${fmtInt(Math.min(...speeds))}–${fmtInt(Math.max(...speeds))}`,
-      Number.isFinite(ratioToRaw) ? `${fmt(ratioToRaw, 2)}×` : '–',
-      fmtInt(enqueueJobsPerSecond),
-      fmt(
-        medianOf(runs, (t) => t.clientCpuMsPerJob),
-        3,
-      ),
-      fmt(
-        medianOf(runs, (t) => t.serverCpuMsPerJob ?? undefined),
-        3,
-      ),
-      fmt(
-        medianOf(runs, (t) => Object.values(t.commandsPerJob).reduce((a, b) => a + b, 0)),
-        2,
-      ),
-      String(runs.length),
+      String(summary.rounds),
+      fmtSpread(summary.jobsPerSecond, 0),
+      fmtSpread(summary.clientCpuMsPerJob, 3),
+      fmtSpread(summary.serverCpuMsPerJob, 3),
+      fmt(summary.commandsPerJob.median, 2),
+      fmtInt(summary.enqueueJobsPerSecond),
     ]);
+    if (system !== 'raw' && ok('raw').length > 0) {
+      const ratios: RatiosToRaw = {
+        jobsPerSecond: ratioSpread(
+          byRound(system, (t) => t.jobsPerSecond),
+          byRound('raw', (t) => t.jobsPerSecond),
+        ),
+        clientCpuMsPerJob: ratioSpread(
+          byRound(system, (t) => t.clientCpuMsPerJob),
+          byRound('raw', (t) => t.clientCpuMsPerJob),
+        ),
+        serverCpuMsPerJob: ratioSpread(
+          byRound(system, (t) => t.serverCpuMsPerJob),
+          byRound('raw', (t) => t.serverCpuMsPerJob),
+        ),
+      };
+      report.ratiosToRaw[system] = ratios;
+      ratioRows.push([
+        system,
+        fmtRatio(ratios.jobsPerSecond),
+        fmtRatio(ratios.clientCpuMsPerJob),
+        fmtRatio(ratios.serverCpuMsPerJob),
+      ]);
+    }
     const kinds = Object.entries(runs[runs.length - 1].commandsPerJob).map(
       ([kind, count]) => `${kind} ${fmt(count, 2)}`,
     );
     breakdown.push(`  ${system}: ${kinds.join(', ')}`);
   }
-  const headers = ['system', 'jobs/s', 'min–max', 'vs raw', 'enqueue jobs/s', 'client CPU ms/job'];
-  headers.push('server CPU ms/job', 'cmds/job', 'reps');
-  const title = `1. Throughput: ${config.throughputJobs} no-op jobs, one process, concurrency ${config.throughputConcurrency} (medians)`;
-  const table = [formatTable(title, headers, rows), ...breakdown, ...notes].join('\n');
-  return {
-    config: {
-      jobs: config.throughputJobs,
-      concurrency: config.throughputConcurrency,
-      libraryPollIntervalMs: LIBRARY_POLL_INTERVAL_MS,
-      agenda,
-    },
-    trials,
-    medians,
-    table,
-  };
+  if (ok('library').length > 0 && ok('agenda').length > 0) {
+    report.libraryToAgenda = ratioSpread(
+      byRound('library', (t) => t.jobsPerSecond),
+      byRound('agenda', (t) => t.jobsPerSecond),
+    );
+  }
+  report.targets = TARGETS.map(({ label, bound, ratio }) => {
+    const r = ratio(report);
+    return {
+      target: label,
+      measured: r ? fmtRatio(r) : '–',
+      verdict: r ? judge(bound, r.ofMedians, r.rounds) : 'not measured',
+    };
+  });
+  const sizes = `${config.throughputJobs} no-op jobs, one process, concurrency ${config.throughputConcurrency}`;
+  const tables = [
+    formatTable(
+      `1. Throughput: ${sizes}, ${config.throughputRounds} interleaved rounds (median (min–max) over rounds)`,
+      ['system', 'rounds', 'jobs/s', 'client CPU ms/job', 'server CPU ms/job', 'cmds/job', 'enqueue jobs/s'],
+      rows,
+    ),
+    formatTable(
+      '1b. Ratios to the raw loop: ratio of medians (min–max of the per-round ratios, same round)',
+      ['system', 'jobs/s', 'client CPU ms/job', 'server CPU ms/job'],
+      ratioRows,
+    ),
+    formatTable(
+      '1c. Throughput targets (a target inside the per-round spread is not met)',
+      ['target', 'library: ratio of medians (per-round min–max)', 'verdict'],
+      report.targets.map((t) => [t.target, t.measured, t.verdict]),
+    ),
+  ];
+  report.table = [...tables, ...breakdown, ...RAW_LOOP_DIFFERENCES, ...notes].join('\n');
+  return report;
 }
 
 /** This library: a Nest app with MongooseModule + JobsModule.forRoot and a no-op @JobHandler. */
@@ -197,7 +333,7 @@ async function libraryTrial(
   ctx: BenchContext,
   config: BenchConfig,
   cpu: CpuMeter,
-  system: ThroughputSystem,
+  round: number,
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const dbName = benchDbName('tp_lib');
@@ -231,7 +367,8 @@ async function libraryTrial(
     await withTimeout(allDone.promise, TRIAL_TIMEOUT_MS, 'library throughput');
     const t2 = nowMs();
     subscription.unsubscribe();
-    return trial(system, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpu.stop(n), commands.stop(n));
+    const measured = n - completedDuringEnqueue;
+    return trial('library', round, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpu.stop(), commands.stop(measured));
   } finally {
     await app.close();
     await dropDatabase(ctx.client.db(dbName));
@@ -239,14 +376,17 @@ async function libraryTrial(
 }
 
 /**
- * The floor: the same collection shape and indexes, one findOneAndUpdate claim (same filter and sort) plus one
- * owner-fenced updateOne completion per job, `concurrency` loops at once. No leases, events, Nest, or retries.
+ * The floor: the same collection shape and indexes, and the library's two queries per job with nothing around
+ * them: one findOneAndUpdate claim (the library's filter with its name filter, sort, update and returnDocument) and
+ * one owner-fenced updateOne completion (the library's filter and update), `concurrency` loops at once. No leases,
+ * events, Nest, or retries. See RAW_LOOP_DIFFERENCES for what still differs.
  */
 async function rawTrial(
   ctx: BenchContext,
   config: BenchConfig,
   cpu: CpuMeter,
   system: ThroughputSystem,
+  round: number,
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const dbName = benchDbName('tp_raw');
@@ -254,6 +394,9 @@ async function rawTrial(
   const client = await MongoClient.connect(ctx.uri, { monitorCommands: true });
   const commands = new CommandCounter(client);
   const collection = client.db(dbName).collection('jobs');
+  // The library's lock id shape (`host:pid:random#n`): the same bytes in every claim, completion and row.
+  const workerId = defaultWorkerId();
+  const names = [JOB];
   try {
     await createJobIndexes(collection);
     const docs = Array.from({ length: n }, (_, i) => pendingJobDoc(JOB, { i }));
@@ -267,32 +410,41 @@ async function rawTrial(
     const claim = async (): Promise<{ _id: ObjectId; lockId: string } | null> => {
       const at = new Date();
       sequence += 1;
-      const lockId = `raw#${sequence}`;
-      const lockedUntil = new Date(at.getTime() + 30_000);
-      const set = { status: 'running', lockedBy: lockId, lockedUntil, startedAt: at, updatedAt: at };
+      const lockId = `${workerId}#${sequence}`;
+      const lockedUntil = new Date(at.getTime() + LEASE_MS);
       if (system.endsWith('+reclaim')) {
         // What the library's claimNext does first: look for a running row whose lease ran out (there is none).
+        const lost = { at, error: 'Lease expired before the previous attempt finished', errorClass: 'LeaseExpired' };
         const reclaimed = await collection.findOneAndUpdate(
-          { status: 'running', lockedUntil: { $lte: at } },
-          { $set: set, $inc: { attemptCount: 1, fencingToken: 1 } },
+          { status: 'running', lockedUntil: { $lte: at }, name: { $in: names } },
+          {
+            $set: { lockedBy: lockId, lockedUntil, startedAt: at, updatedAt: at, lastError: lost.error },
+            $inc: { attemptCount: 1, fencingToken: 1 },
+            $push: { attempts: { $each: [lost], $slice: -MAX_ATTEMPT_HISTORY } },
+          } as unknown as UpdateFilter<Document>,
           { sort: { lockedUntil: 1, _id: 1 }, returnDocument: 'after' },
         );
         if (reclaimed) return { _id: reclaimed._id, lockId };
       }
+      // jobs.repository.ts `take('pending', …)`: dueFilter + scopeFilter, CLAIM_SORT, claimUpdate.
       const job = await collection.findOneAndUpdate(
-        { status: 'pending', runAt: { $lte: at } },
-        { $set: set, $inc: { fencingToken: 1 } },
+        { status: 'pending', runAt: { $lte: at }, name: { $in: names } },
+        {
+          $set: { status: 'running', lockedBy: lockId, lockedUntil, startedAt: at, updatedAt: at },
+          $inc: { fencingToken: 1 },
+        },
         { sort: { priority: -1, runAt: 1, _id: 1 }, returnDocument: 'after' },
       );
       return job && { _id: job._id, lockId };
     };
+    // jobs.repository.ts `complete`: the owner fence, and RELEASED_FIELDS plus lastError unset.
     const complete = async (job: { _id: ObjectId; lockId: string }): Promise<void> => {
       const finishedAt = new Date();
       const result = await collection.updateOne(
         { _id: job._id, lockedBy: job.lockId, status: 'running' },
         {
           $set: { status: 'completed', finishedAt, updatedAt: finishedAt },
-          $unset: { lockedBy: '', lockedUntil: '', dedupeKey: '', lastError: '' },
+          $unset: { lockedBy: '', lockedUntil: '', dedupeScope: '', lastError: '' },
         },
       );
       if (result.matchedCount === 1) completed += 1;
@@ -318,7 +470,7 @@ async function rawTrial(
     await withTimeout(work, TRIAL_TIMEOUT_MS, `${system} throughput`);
     const t2 = nowMs();
     if (completed !== n) throw new Error(`${system} completed ${completed} of ${n} jobs`);
-    return trial(system, n, t1 - t0, t2 - t1, 0, cpu.stop(n), commands.stop(n));
+    return trial(system, round, n, t1 - t0, t2 - t1, 0, cpu.stop(), commands.stop(n));
   } finally {
     await dropDatabase(client.db(dbName));
     await client.close();
@@ -346,6 +498,7 @@ async function agendaTrial(
   config: BenchConfig,
   cpu: CpuMeter,
   options: { processEveryMs: number; lockLimit: number },
+  round: number,
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const [{ Agenda }, { MongoBackend }] = await Promise.all([
@@ -401,7 +554,7 @@ async function agendaTrial(
       'agenda throughput',
     );
     const t2 = nowMs();
-    return trial('agenda', n, t1 - t0, t2 - t1, 0, cpu.stop(n), commands.stop(n));
+    return trial('agenda', round, n, t1 - t0, t2 - t1, 0, cpu.stop(), commands.stop(n));
   } finally {
     if (started) await agenda.stop(false).catch(() => undefined);
     await dropDatabase(client.db(dbName));
@@ -419,22 +572,27 @@ async function ensureAgendaBackend(): Promise<AgendaBackendModule> {
 
 function trial(
   system: ThroughputSystem,
+  round: number,
   jobs: number,
   enqueueMs: number,
   runMs: number,
   completedDuringEnqueue: number,
-  cpu: { clientMsPerJob: number; serverMsPerJob: number | null },
+  cpu: { clientMs: number; serverMs: number | null },
   commandsPerJob: Record<string, number>,
 ): ThroughputTrial {
+  // Jobs the worker finished while the enqueue ran are outside the measured window, their CPU too.
+  const measuredJobs = jobs - completedDuringEnqueue;
   return {
     system,
+    round,
     jobs,
+    measuredJobs,
     enqueueMs,
     runMs,
-    jobsPerSecond: (jobs / runMs) * 1000,
+    jobsPerSecond: (measuredJobs / runMs) * 1000,
     completedDuringEnqueue,
-    clientCpuMsPerJob: cpu.clientMsPerJob,
-    serverCpuMsPerJob: cpu.serverMsPerJob,
+    clientCpuMsPerJob: cpu.clientMs / measuredJobs,
+    serverCpuMsPerJob: cpu.serverMs === null ? null : cpu.serverMs / measuredJobs,
     commandsPerJob,
   };
 }
@@ -452,38 +610,4 @@ function countdown(n: number): { promise: Promise<void>; tick(): void } {
       if (left === 0) resolveAll();
     },
   };
-}
-
-/** CPU time of this process and, on Linux with a known pid, of the server process. */
-class CpuMeter {
-  private client = process.cpuUsage();
-  private server: number | null = null;
-
-  constructor(private readonly serverPid: number | null) {}
-
-  start(): void {
-    this.client = process.cpuUsage();
-    this.server = readProcessCpuMs(this.serverPid);
-  }
-
-  stop(jobs: number): { clientMsPerJob: number; serverMsPerJob: number | null } {
-    const used = process.cpuUsage(this.client);
-    const serverNow = readProcessCpuMs(this.serverPid);
-    return {
-      clientMsPerJob: (used.user + used.system) / 1000 / jobs,
-      serverMsPerJob: serverNow === null || this.server === null ? null : (serverNow - this.server) / jobs,
-    };
-  }
-}
-
-/** utime + stime from /proc/<pid>/stat, in ms (clock ticks are 100 Hz on Linux). */
-function readProcessCpuMs(pid: number | null): number | null {
-  if (pid === null) return null;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return null;
-  }
 }
