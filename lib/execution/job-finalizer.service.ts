@@ -85,10 +85,25 @@ export class JobFinalizer {
         return this.logger.warn(
           `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
         );
-      case 'gave_up':
-        return this.logger.warn(
-          `${label}: could not be marked ${transition} (${result.why}); the row is reclaimed once its lease has run out`,
-        );
+      case 'gave_up': {
+        const { why, late } = result;
+        if (!late) {
+          return this.logger.warn(
+            `${label}: could not be marked ${transition} (${why}); the row is reclaimed once its lease has run out`,
+          );
+        }
+        // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
+        this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
+        void late.then((landed) => {
+          if (landed) {
+            this.logger.log(`${label}: marked ${transition} after all (the write landed while the row was still ours)`);
+            onWritten();
+          } else {
+            this.logger.warn(`${label}: not marked ${transition}; the row is reclaimed once its lease has run out`);
+          }
+        });
+        return;
+      }
       case 'refused':
         return this.deadLetterUnstorable(execution, transition, result.error, deadline);
       case 'abandoned':

@@ -11,8 +11,12 @@ export type PersistResult =
   | { kind: 'not_owned' }
   /** The server refused this write for good (e.g. a document over 16 MB); sending it again cannot help. */
   | { kind: 'refused'; error: unknown }
-  /** The lease was lost, or the shutdown deadline passed, before a write landed. */
-  | { kind: 'gave_up'; why: string }
+  /**
+   * The lease was lost, or the shutdown deadline passed, before a write's answer came. `late` is that write, when one
+   * was under way: it may still land (it is fenced, so it lands only if the row was still ours), and resolves whether
+   * it did (false on an error).
+   */
+  | { kind: 'gave_up'; why: string; late?: Promise<boolean> }
   /** Errors of unknown kind kept coming for one lease: the lease is no longer renewed, as after a crash. */
   | { kind: 'abandoned'; error: unknown };
 
@@ -42,8 +46,10 @@ export async function persistOutcome(
   for (let failures = 0; ; failures += 1) {
     if (lease.isStale) return { kind: 'gave_up', why: 'the lease was lost' };
     let answer: boolean | typeof LOST | typeof TIMED_OUT;
+    let sent: Promise<boolean> | undefined;
     try {
-      answer = await raceDeadline(Promise.race([write(), lost]), deadline());
+      sent = write();
+      answer = await raceDeadline(Promise.race([sent, lost]), deadline());
     } catch (error) {
       const kind = classifyWriteError(error);
       if (kind === 'permanent') return { kind: 'refused', error };
@@ -51,12 +57,14 @@ export async function persistOutcome(
         firstUnknownAt ??= Date.now();
         if (Date.now() - firstUnknownAt >= unknownErrorBudgetMs) return { kind: 'abandoned', error };
       }
+      sent = undefined; // it failed: nothing is under way
       const waitMs = Math.min(RETRY_BASE_MS * 2 ** failures, RETRY_MAX_MS);
       answer = await raceDeadline(Promise.race([sleep(waitMs).then((): true => true), lost]), deadline());
       if (answer === true) continue;
     }
-    if (answer === LOST) return { kind: 'gave_up', why: 'the lease was lost' };
-    if (answer === TIMED_OUT) return { kind: 'gave_up', why: 'shutdown deadline passed' };
+    const late = sent?.catch(() => false);
+    if (answer === LOST) return { kind: 'gave_up', why: 'the lease was lost', late };
+    if (answer === TIMED_OUT) return { kind: 'gave_up', why: 'shutdown deadline passed', late };
     return answer ? { kind: 'written' } : { kind: 'not_owned' };
   }
 }

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { type JobEvent, JobHandler } from '../../lib';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { uniqueDatabaseName } from '../support/test-database';
+
+const LEASE_MS = 300;
+
+@Injectable()
+class QuickJobs {
+  @JobHandler('quick')
+  quick() {}
+}
+
+describe('an outcome write whose answer comes after the lease was lost', () => {
+  let app: JobsTestApp;
+
+  beforeAll(async () => {
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('late_outcome'),
+      options: { leaseMs: LEASE_MS, heartbeatIntervalMs: 100, pollIntervalMs: 50 },
+      providers: [QuickJobs],
+    });
+  });
+  afterAll(() => app.close());
+
+  it('reports the job completed once the write that landed answers, not as left to be reclaimed', async () => {
+    const repository = app.repository;
+    const { complete, renewLease, renewLeases } = repository;
+    // Renewals hang, so the lease runs out locally; the completion lands at once but its answer arrives late.
+    const hang = () => new Promise<never>(() => undefined);
+    repository.renewLease = hang;
+    repository.renewLeases = hang;
+    repository.complete = async (...args) => {
+      const landed = await complete.apply(repository, args);
+      await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+      return landed;
+    };
+    const events: JobEvent[] = [];
+    const subscription = app.jobs.events$.subscribe((event) => events.push(event));
+    try {
+      const job = await app.jobs.enqueue('quick');
+      await waitFor(() => events.some((e) => e.jobId === job.id && e.type === 'completed'), 'completed event', 5_000);
+      const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
+      expect(mine).toEqual(['enqueued', 'started', 'stale', 'completed']);
+      expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
+    } finally {
+      subscription.unsubscribe();
+      Object.assign(repository, { complete, renewLease, renewLeases });
+    }
+  });
+});
