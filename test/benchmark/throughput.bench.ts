@@ -52,7 +52,7 @@ export type ThroughputSystem = (typeof SYSTEMS)[number];
 const RAW_LOOP_DIFFERENCES = [
   'Raw loop vs library, remaining differences (same claim filter/sort/update/returnDocument, same completion):',
   '  - the library also looks for expired leases (findAndModify on status running, ≤ 1 per poll interval, 1 s)',
-  '  - the library claims from one loop, one claim in flight at a time; the raw loop runs `concurrency` loops',
+  '  - the library claims from one loop, up to 8 claims in flight (MAX_CLAIMS_IN_FLIGHT); the raw loop runs `concurrency` loops',
   '  - the raw loop has no lease timers, events, retries or Nest; its lock ids have the same shape (host:pid:rand#n)',
 ];
 
