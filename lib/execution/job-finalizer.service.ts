@@ -99,7 +99,10 @@ export class JobFinalizer {
             this.logger.log(`${label}: marked ${transition} after all (the write landed while the row was still ours)`);
             onWritten();
           } else {
-            this.logger.warn(`${label}: not marked ${transition}; the row is reclaimed once its lease has run out`);
+            this.logger.warn(
+              `${label}: not marked ${transition} (the row was no longer this worker's, or the write failed); ` +
+                'a row still running is reclaimed once its lease has run out',
+            );
           }
         });
         return;

@@ -166,8 +166,8 @@ export class Lease implements HeartbeatListener {
     const now = this.now();
     const firstBeatAt = now + Math.min(Math.max(0, claimedAt + firstPeriod - now), interval);
     // A deadline already passed goes stale here; one the first beat would miss needs its watchdog now.
-    if (this.deadline <= now || firstBeatAt >= this.deadline) this.armWatchdog();
-    if (this.isTerminal) return;
+    if (this.deadline <= now || firstBeatAt >= this.deadline || this.renewalsStopped) this.armWatchdog();
+    if (this.isTerminal || this.renewalsStopped) return;
     this.scheduleBeat(firstBeatAt);
   }
 

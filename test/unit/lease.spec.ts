@@ -478,6 +478,19 @@ describe('Lease', () => {
       expect(jest.getTimerCount()).toBe(0);
     });
 
+    it('stopRenewing() before start(): no beat timer at all, and the lease runs out at its deadline', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      lease.stopRenewing();
+      lease.start();
+      expect(jest.getTimerCount()).toBe(1); // the watchdog only
+      await jest.advanceTimersByTimeAsync(299);
+      expect(store.writes).toHaveLength(0);
+      expect(lease.isStale).toBe(false);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(onStale).toHaveBeenCalledTimes(1);
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
     it('goes stale at once when a renewal lands after the deadline, before the timer could run', async () => {
       let clock = T0;
       const { lease, store, onStale, onRenewed } = setup({ claimMs: 100, now: () => clock });
