@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Injectable } from '@nestjs/common';
 import { getConnectionToken } from '@nestjs/mongoose';
 import { type Document, MongoClient, type ObjectId, type UpdateFilter } from 'mongodb';
-import type { Connection } from 'mongoose';
+import { type Connection, mongo } from 'mongoose';
 import { JobHandler, JobsService } from '../../lib';
 import { MAX_ATTEMPT_HISTORY } from '../../lib/jobs.constants';
 import { defaultWorkerId } from '../../lib/utils/worker-id';
@@ -390,8 +390,10 @@ async function rawTrial(
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const dbName = benchDbName('tp_raw');
-  // Its own client, like the library's own mongoose connection: both start with a cold pool.
-  const client = await MongoClient.connect(ctx.uri, { monitorCommands: true });
+  // Its own client, like the library's own mongoose connection: both start with a cold pool. The same driver copy as
+  // the library's (mongoose bundles its own, a minor version apart from the top-level one), so the two loops differ
+  // in what they do, not in which driver and BSON build does it.
+  const client = (await mongo.MongoClient.connect(ctx.uri, { monitorCommands: true })) as unknown as MongoClient;
   const commands = new CommandCounter(client);
   const collection = client.db(dbName).collection('jobs');
   // The library's lock id shape (`host:pid:random#n`): the same bytes in every claim, completion and row.
