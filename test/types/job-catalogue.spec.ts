@@ -24,7 +24,11 @@ describe('typed job catalogue (tsc --noEmit over fixtures)', () => {
   it.each([
     ['catalogue', 'an app declaring JobPayloads and JobResults: names, payloads and results are checked'],
     ['no-catalogue', 'an app declaring nothing: everything is unknown-typed and compiles as before'],
-  ])('%s — %s', (fixture) => {
-    expect(compile(fixture)).toBe('');
-  }, 60_000);
+  ])(
+    '%s — %s',
+    (fixture) => {
+      expect(compile(fixture)).toBe('');
+    },
+    60_000,
+  );
 });
