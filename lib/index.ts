@@ -46,6 +46,7 @@ export type {
   JobPayloads,
   JobResult,
   JobResults,
+  StoredPayload,
   UncataloguedEnqueueArgs,
   UncataloguedEnqueueItem,
   UncataloguedEnqueueOptions,

@@ -1,15 +1,15 @@
 import { SetMetadata } from '@nestjs/common';
 import { JOB_HANDLER_METADATA } from '../jobs.constants';
-import type { DeclaredJobName, JobPayloads, JobResults } from '../types/job-catalogue';
+import type { DeclaredJobName, JobPayloads, JobResults, StoredPayload } from '../types/job-catalogue';
 import type { JobExecutionContext } from '../types/job-execution-context';
 import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler.options';
 
 /**
- * The payload a handler of `TName` must accept: the declared one, else anything (an undeclared name's handler types
+ * The payload a handler of `TName` must accept: the declared one as stored, else anything (an undeclared name's handler types
  * its parameter itself, as before catalogues existed).
  */
 // biome-ignore lint/suspicious/noExplicitAny: `unknown` would reject every handler whose parameter is typed.
-type HandlerPayload<TName extends string> = TName extends DeclaredJobName ? JobPayloads[TName] : any;
+type HandlerPayload<TName extends string> = TName extends DeclaredJobName ? StoredPayload<JobPayloads[TName]> : any;
 
 /** What a handler of `TName` may return: the declared result (or a promise of it), else anything. */
 type HandlerReturn<TName extends string> = TName extends keyof JobResults

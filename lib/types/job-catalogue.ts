@@ -43,14 +43,23 @@ type CatalogueDeclared = [DeclaredJobName] extends [never] ? false : true;
 export type JobName = CatalogueDeclared extends true ? DeclaredJobName : string;
 
 /**
- * The payload type of job `TName` (`unknown` without a catalogue), for a handler's parameter.
+ * A declared payload as its handler receives it: a job enqueued without payload (`undefined`) is stored, and handed
+ * over, as `null` (see Payloads in the README).
+ */
+export type StoredPayload<TPayload> = undefined extends TPayload ? Exclude<TPayload, undefined> | null : TPayload;
+
+/**
+ * The payload type of job `TName` as its handler receives it (`unknown` without a catalogue), for a handler's
+ * parameter.
  * @example
  * ```ts
  * @JobHandler('email.welcome')
  * async welcome(payload: JobPayload<'email.welcome'>, ctx: JobExecutionContext) {}
  * ```
  */
-export type JobPayload<TName extends JobName> = TName extends DeclaredJobName ? JobPayloads[TName] : unknown;
+export type JobPayload<TName extends JobName> = TName extends DeclaredJobName
+  ? StoredPayload<JobPayloads[TName]>
+  : unknown;
 
 /** What the handler of job `TName` resolves with: declared in `JobResults`, else `unknown`. */
 export type JobResult<TName extends JobName> = TName extends keyof JobResults ? JobResults[TName] : unknown;
