@@ -1,3 +1,4 @@
+export type { JobHandlerDecorator } from './decorators/job-handler.decorator';
 export { JobHandler } from './decorators/job-handler.decorator';
 export type { JobHandlerOptions } from './decorators/job-handler.options';
 export { DedupeConflictError } from './errors/dedupe-conflict.error';
@@ -35,4 +36,20 @@ export { JobsService } from './jobs.service';
 export type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 export type { JobAttempt, JobRecord, JobStatus } from './persistence/job.types';
+export type {
+  CatalogueEnqueueArgs,
+  CatalogueEnqueueItem,
+  DeclaredJobName,
+  EnqueueManyItems,
+  JobName,
+  JobPayload,
+  JobPayloads,
+  JobResult,
+  JobResults,
+  StoredPayload,
+  UncataloguedEnqueueArgs,
+  UncataloguedEnqueueItem,
+  UncataloguedEnqueueOptions,
+  UncataloguedJobName,
+} from './types/job-catalogue';
 export type { JobExecutionContext } from './types/job-execution-context';

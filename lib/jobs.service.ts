@@ -16,6 +16,14 @@ import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
+import type {
+  CatalogueEnqueueArgs,
+  DeclaredJobName,
+  EnqueueManyItems,
+  JobPayloads,
+  UncataloguedEnqueueArgs,
+  UncataloguedJobName,
+} from './types/job-catalogue';
 import { now } from './utils/clock';
 import { parseJobId } from './utils/job-id';
 
@@ -46,16 +54,29 @@ export class JobsService {
    * `dedupeKey` held by a pending or running job of the same name, returns that job with `deduplicated: true` and
    * stores nothing (and emits no `enqueued` event). A stored job's record carries your payload as given (the same
    * object); `findById` returns it as stored.
+   *
+   * Once the app declares a `JobPayloads` catalogue, `name` must be a declared name and `payload` its declared type;
+   * a name declared elsewhere (another service's) goes through the overload taking `{ strict: false }`.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
    * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
    * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
    * @example await jobs.enqueue('email.send', { to: 'a@example.com' }, { delayMs: 60_000, dedupeKey: 'welcome:42' });
    */
-  async enqueue<TPayload = unknown>(
-    name: string,
-    payload?: TPayload,
-    options: EnqueueOptions = {},
-  ): Promise<EnqueuedJobRecord<TPayload>> {
+  enqueue<TName extends DeclaredJobName>(
+    name: TName,
+    ...args: CatalogueEnqueueArgs<TName>
+  ): Promise<EnqueuedJobRecord<JobPayloads[TName]>>;
+  /**
+   * Stores a job for a handler to run (see the overload above). Without a `JobPayloads` catalogue any name and
+   * payload type check; with one, this is the escape hatch for names it does not declare (another service's, or
+   * computed at run time): pass `{ strict: false }`, so that this process's handlers are not required either.
+   * @example await jobs.enqueue('billing.charge', { cents: 100 }, { strict: false });
+   */
+  enqueue<TPayload = unknown, TName extends string = string>(
+    name: UncataloguedJobName<TName>,
+    ...args: UncataloguedEnqueueArgs<TPayload>
+  ): Promise<EnqueuedJobRecord<TPayload>>;
+  async enqueue(name: string, payload?: unknown, options: EnqueueOptions = {}): Promise<EnqueuedJobRecord<unknown>> {
     return enqueuedRecord(await this.enqueuer.enqueue(name, payload, options));
   }
 
@@ -63,12 +84,17 @@ export class JobsService {
    * Stores many jobs in one bulk insert, returned in input order. All items are validated first; with a
    * `dedupeKey` already held by a pending or running job of the same name (or repeated in the batch), the holder is
    * returned for that item, with `deduplicated: true`.
+   *
+   * Once the app declares a `JobPayloads` catalogue, each item is checked by its own name as `enqueue` checks it
+   * (an undeclared name needs `options: { strict: false }`).
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
    * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored
    * (each stored one emits `enqueued`).
    */
-  async enqueueMany<TPayload = unknown>(items: EnqueueItem<TPayload>[]): Promise<EnqueuedJobRecord<TPayload>[]> {
-    return (await this.enqueuer.enqueueMany(items)).map((result) => enqueuedRecord<TPayload>(result));
+  async enqueueMany<TPayload = unknown, TName extends string = never>(
+    items: EnqueueManyItems<TPayload, TName>,
+  ): Promise<EnqueuedJobRecord<TPayload>[]> {
+    return (await this.enqueuer.enqueueMany(items as EnqueueItem[])).map((result) => enqueuedRecord<TPayload>(result));
   }
 
   /** @throws InvalidJobIdError for anything but a 24-hex id. */

@@ -1,11 +1,39 @@
 import { SetMetadata } from '@nestjs/common';
 import { JOB_HANDLER_METADATA } from '../jobs.constants';
+import type { DeclaredJobName, JobPayloads, JobResults, StoredPayload } from '../types/job-catalogue';
+import type { JobExecutionContext } from '../types/job-execution-context';
 import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler.options';
+
+/**
+ * The payload a handler of `TName` must accept: the declared one as stored, else anything (an undeclared name's handler types
+ * its parameter itself, as before catalogues existed).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: `unknown` would reject every handler whose parameter is typed.
+type HandlerPayload<TName extends string> = TName extends DeclaredJobName ? StoredPayload<JobPayloads[TName]> : any;
+
+/** What a handler of `TName` may return: the declared result (or a promise of it), else anything. */
+type HandlerReturn<TName extends string> = TName extends keyof JobResults
+  ? JobResults[TName] | PromiseLike<JobResults[TName]>
+  : unknown;
+
+/**
+ * `@JobHandler(name)` as a method decorator that checks the method against the app's catalogue: a parameter that
+ * cannot take the declared payload, or a return type other than the declared result, fails to compile.
+ */
+export type JobHandlerDecorator<TName extends string> = <
+  THandler extends (payload: HandlerPayload<TName>, ctx: JobExecutionContext) => HandlerReturn<TName>,
+>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<THandler>,
+) => void;
 
 /**
  * Marks a provider (or controller) method as the handler of job `name`. It is called with
  * `(payload, ctx: JobExecutionContext)` and runs on the instance, so injected dependencies work.
  * Names are validated at bootstrap: empty, non-string or duplicate names fail the app's start.
+ * When the app declares `name` in its `JobPayloads` (and `JobResults`) catalogue, the method's payload parameter
+ * (and return type) must agree with it: type the parameter as `JobPayload<'name'>`.
  *
  * @example
  * ```ts
@@ -20,7 +48,10 @@ import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler.option
  * }
  * ```
  */
-export function JobHandler(name: string, options: JobHandlerOptions = {}): MethodDecorator {
+export function JobHandler<TName extends string>(
+  name: TName,
+  options: JobHandlerOptions = {},
+): JobHandlerDecorator<TName> {
   const metadata: JobHandlerMetadata = { name, options };
   return SetMetadata(JOB_HANDLER_METADATA, metadata);
 }
