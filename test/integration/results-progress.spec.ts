@@ -18,7 +18,7 @@ import { uniqueDatabaseName } from '../support/test-database';
 
 const MB = 1024 * 1024;
 /** Gates the blocking handlers wait on, by job id. */
-const gates = new Map<string, ReturnType<typeof deferred>>();
+const gates = new Map<string, { promise: Promise<void>; resolve: () => void }>();
 const gate = (jobId: string) => {
   let entry = gates.get(jobId);
   if (!entry) {
@@ -50,8 +50,8 @@ class ResultHandlers {
       case 'over 16 MB':
         return 'x'.repeat(16 * MB + 1);
       default:
-        // Fits on its own, but not in one document with this job's 1 MB payload.
-        return 'x'.repeat(16 * MB - 512 * 1024);
+        // Fits on its own, but not in one document with this job's 1.5 MB payload.
+        return 'x'.repeat(15 * MB);
     }
   }
 
@@ -157,7 +157,7 @@ describe('results, waiting and progress', () => {
     ])(
       'dead-letters a job whose result cannot be stored (%s) with UnstorableResultError, writing no result',
       async (kind, problem) => {
-        const payload = { kind, padding: kind === 'too big with the document' ? 'p'.repeat(MB) : '' };
+        const payload = { kind, padding: kind === 'too big with the document' ? 'p'.repeat(1.5 * MB) : '' };
         const job = await app.jobs.enqueue('result.unstorable', payload);
         const finished = await app.jobs.waitUntilFinished(job.id, { timeoutMs: 20_000 });
         expect(finished).toMatchObject({ status: 'dead', attemptCount: 1, result: null });
