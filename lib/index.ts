@@ -10,6 +10,7 @@ export { InvalidDurationError } from './errors/invalid-duration.error';
 export { InvalidJobIdError } from './errors/invalid-job-id.error';
 export { InvalidOptionError } from './errors/invalid-option.error';
 export { InvalidPayloadError } from './errors/invalid-payload.error';
+export { InvalidProgressError } from './errors/invalid-progress.error';
 export { JobCancelledError } from './errors/job-cancelled.error';
 export { JobNotFoundError } from './errors/job-not-found.error';
 export { JobTimeoutError } from './errors/job-timeout.error';
@@ -22,6 +23,8 @@ export { RetryContendedError } from './errors/retry-contended.error';
 export { UniqueIndexRejectedJobError } from './errors/unique-index-rejected-job.error';
 export { UnknownJobError } from './errors/unknown-job.error';
 export { UnrecoverableJobError } from './errors/unrecoverable-job.error';
+export { UnstorableResultError } from './errors/unstorable-result.error';
+export { WaitTimeoutError } from './errors/wait-timeout.error';
 export { WorkerShutdownError } from './errors/worker-shutdown.error';
 export type { JobEvent, JobEventType } from './events/job-event';
 export { jobErrorMessage } from './http/job-error-message';
@@ -35,7 +38,7 @@ export type { BackoffOptions, JobsModuleExtras, JobsModuleOptions } from './jobs
 export { JobsService } from './jobs.service';
 export type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status';
-export type { JobAttempt, JobRecord, JobStatus } from './persistence/job.types';
+export type { JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types';
 export type {
   CatalogueEnqueueArgs,
   CatalogueEnqueueItem,

@@ -20,6 +20,15 @@ export const MAX_ATTEMPT_HISTORY = 50;
  */
 export const MAX_PAYLOAD_BYTES = 16 * 1024 * 1024 - 512 * 1024;
 
+/** MongoDB's limit on one document's BSON size. */
+export const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Largest progress object (BSON bytes). Progress is a status line, not data: kept small so the frequent progress
+ * writes stay cheap, and so the completion write's room for the result is known.
+ */
+export const MAX_PROGRESS_BYTES = 4 * 1024;
+
 /** Longest accepted duration (~31 years): longer is a unit mistake, and ~2^52 ms past now is no valid Date. */
 export const MAX_DURATION_MS = 1e12;
 

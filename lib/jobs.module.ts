@@ -28,6 +28,7 @@ import { createJobSchema, type JobDocument } from './persistence/job.schema';
 import { JobIndexes } from './persistence/job-indexes.service';
 import { JobsRepository } from './persistence/jobs.repository';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
+import { JobWaiter } from './waiting/job-waiter.service';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -91,6 +92,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobRunner,
     JobsWorkerMonitor,
     JobsCronScheduler,
+    JobWaiter,
     JobsService,
   ];
   return {

@@ -5,6 +5,7 @@ import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service';
 import { DedupeConflictError } from './errors/dedupe-conflict.error';
+import { InvalidDurationError } from './errors/invalid-duration.error';
 import { InvalidJobIdError } from './errors/invalid-job-id.error';
 import { JobCancelledError } from './errors/job-cancelled.error';
 import type { JobEvent } from './events/job-event';
@@ -26,6 +27,8 @@ import type {
 } from './types/job-catalogue';
 import { now } from './utils/clock';
 import { parseJobId } from './utils/job-id';
+import { isDuration } from './utils/validate';
+import { JobWaiter } from './waiting/job-waiter.service';
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()
@@ -45,6 +48,7 @@ export class JobsService {
     private readonly monitor: JobsWorkerMonitor,
     private readonly enqueuer: JobEnqueuer,
     private readonly registry: JobHandlerRegistry,
+    private readonly waiter: JobWaiter,
   ) {
     this.events$ = events.events$;
   }
@@ -101,6 +105,28 @@ export class JobsService {
   async findById<TPayload = unknown>(id: string): Promise<JobRecord<TPayload> | null> {
     const doc = await this.repository.findById(requireJobId(id));
     return doc && toJobRecord<TPayload>(doc);
+  }
+
+  /**
+   * Resolves with the job's record once it is `completed` (its `result` set), `dead`, `failed` or `cancelled`,
+   * whichever process runs it: a job run or cancelled here is seen as soon as it finishes, one run elsewhere within
+   * `min(pollIntervalMs, 1 s)` (the row is polled by id). A job already final resolves at once.
+   * @throws InvalidJobIdError for a malformed id, InvalidDurationError for a `timeoutMs` not in (0, 1e12], and
+   * JobNotFoundError when no job has this id (all before waiting).
+   * @throws WaitTimeoutError when the job is not final within `timeoutMs`; the job is untouched and may still finish.
+   * @example
+   * const { id } = await jobs.enqueue('report.build', { reportId });
+   * const job = await jobs.waitUntilFinished(id, { timeoutMs: 60_000 });
+   * if (job.status === 'completed') return job.result;
+   */
+  async waitUntilFinished<TPayload = unknown>(
+    id: string,
+    options: { timeoutMs: number },
+  ): Promise<JobRecord<TPayload>> {
+    const jobId = requireJobId(id);
+    const timeoutMs = options?.timeoutMs;
+    if (!isDuration(timeoutMs)) throw new InvalidDurationError('waitUntilFinished timeoutMs', timeoutMs);
+    return toJobRecord<TPayload>(await this.waiter.waitUntilFinal(jobId, timeoutMs));
   }
 
   /**

@@ -1,3 +1,5 @@
+import type { JobProgress } from '../persistence/job.types';
+
 /** What happened to a job in this process. */
 export type JobEventType =
   | 'enqueued'
@@ -8,7 +10,9 @@ export type JobEventType =
   | 'dead'
   | 'failed'
   | 'stale'
-  | 'cancelled';
+  | 'cancelled'
+  /** A `ctx.updateProgress` value was written to the row (one event per write, not per call). */
+  | 'progress';
 
 /** One lifecycle event from `JobsService.events$`. Never carries the payload. */
 export interface JobEvent {
@@ -20,4 +24,6 @@ export interface JobEvent {
   at: Date;
   /** Error message for `retrying`, `dead`, `failed` and `stale`. */
   error?: string;
+  /** The value written, for `progress`. */
+  progress?: JobProgress;
 }

@@ -1,6 +1,7 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { type Observable, Subject } from 'rxjs';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
+import type { JobProgress } from '../persistence/job.types';
 import { now } from '../utils/clock';
 import { IsolatedObservable } from './isolated-observable';
 import type { JobEvent, JobEventType } from './job-event';
@@ -39,12 +40,13 @@ export class JobEvents implements OnApplicationShutdown {
     }
   }
 
-  emit(type: JobEventType, job: JobEventSubject, error?: string): void {
+  emit(type: JobEventType, job: JobEventSubject, error?: string, progress?: JobProgress): void {
     const held = type === 'enqueued' ? undefined : this.enqueueing.get(job.jobId);
     // Nobody listens and nothing is to be held for a later subscriber: build nothing (this runs several times a job).
     if (!held && !this.subject.observed) return;
     const event: JobEvent = { type, jobId: job.jobId, name: job.name, attempt: job.attempt, at: now() };
     if (error !== undefined) event.error = error;
+    if (progress !== undefined) event.progress = progress;
     if (held) held.push(event);
     else this.next(event);
   }

@@ -3,15 +3,18 @@ import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import type { Lease } from '../lease/lease';
+import type { JobProgress } from '../persistence/job.types';
 import type { ClaimedJob } from '../types/claimed-job';
 import type { JobExecutionContext } from '../types/job-execution-context';
 import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { decodePayload } from '../utils/payload-codec';
+import { assertValidProgress } from '../utils/progress-validator';
 import { raceTimeout } from '../utils/race-timeout';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
 export type ExecutionOutcome =
-  | { kind: 'succeeded' }
+  /** The handler resolved; `result` is its value (`undefined`: no result). */
+  | { kind: 'succeeded'; result: unknown }
   | { kind: 'failed'; error: unknown }
   | { kind: 'stale'; error: LeaseLostError }
   | { kind: 'cancelled' }
@@ -29,7 +32,7 @@ export interface ExecutionHooks {
 }
 
 const SETTLED = Symbol('settled');
-type Settlement = { ok: true } | { ok: false; error: unknown };
+type Settlement = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 /**
  * One attempt of one job in this process: the handler call, its signal, its lease and its timeout.
@@ -46,6 +49,8 @@ export class JobExecution {
   private abortReason: Error | undefined;
   /** Wakes the settle wait on abort (set only while it waits). */
   private wakeOnAbort: (() => void) | undefined;
+  /** The last valid value the handler passed to `ctx.updateProgress`: the completion write stores it. */
+  lastProgress: JobProgress | undefined;
 
   constructor(
     readonly claim: ClaimedJob,
@@ -77,6 +82,17 @@ export class JobExecution {
         // Callers who await still get the rejection; one who fires and forgets must not crash the process.
         renewal.catch(() => undefined);
         return renewal;
+      },
+      updateProgress: (value: JobProgress) => {
+        try {
+          assertValidProgress(value);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+        execution.lastProgress = value;
+        const write = lease.updateProgress(value);
+        write.catch(() => undefined); // as extendLockTime: fire-and-forget must not crash the process
+        return write;
       },
     };
   }
@@ -119,7 +135,7 @@ export class JobExecution {
     const settlement: Promise<Settlement> = Promise.resolve()
       .then(() => this.handler.handler(decodePayload(this.claim.doc.payload), this.context))
       .then(
-        () => ({ ok: true }) as const,
+        (value: unknown) => ({ ok: true, value }) as const,
         (error: unknown) => ({ ok: false, error }) as const,
       );
     try {
@@ -163,7 +179,7 @@ export class JobExecution {
   private outcomeOf(settled: Settlement): ExecutionOutcome {
     const reason = this.abortReason;
     if (this.lease.isStale && reason instanceof LeaseLostError) return { kind: 'stale', error: reason };
-    if (settled.ok) return { kind: 'succeeded' };
+    if (settled.ok) return { kind: 'succeeded', result: settled.value };
     if (reason && isAbortRejection(settled.error, reason)) return abortOutcome(reason);
     return { kind: 'failed', error: settled.error };
   }

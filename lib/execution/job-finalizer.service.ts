@@ -7,6 +7,7 @@ import type { ClaimedJob } from '../types/claimed-job';
 import { backoffDelayMs } from '../utils/backoff';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
+import { assertStorableResult } from '../utils/result-validator';
 import type { ExecutionOutcome, JobExecution } from './job-execution';
 import { type OutcomeWrite, persistOutcome } from './outcome-persistence';
 
@@ -27,9 +28,10 @@ export class JobFinalizer {
    */
   async finalize(
     execution: JobExecution,
-    outcome: ExecutionOutcome,
+    settled: ExecutionOutcome,
     deadline?: () => number | undefined,
   ): Promise<void> {
+    const outcome = withStorableResult(execution, settled);
     const { doc, lockId } = execution.claim;
     const { lease } = execution;
     const at = now();
@@ -43,7 +45,12 @@ export class JobFinalizer {
     switch (outcome.kind) {
       case 'succeeded':
         transition = 'completed';
-        result = await persist(() => this.repository.complete(doc._id, lockId, at));
+        result = await persist(() =>
+          this.repository.complete(doc._id, lockId, at, {
+            result: outcome.result,
+            progress: execution.lastProgress,
+          }),
+        );
         onWritten = () => this.events.emit('completed', about);
         break;
       case 'failed': {
@@ -150,5 +157,19 @@ export class JobFinalizer {
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
     if (result.kind === 'written') this.events.emit('dead', about, reason);
     else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
+  }
+}
+
+/**
+ * A success whose result MongoDB cannot store is a failed attempt, with an UnstorableResultError (unrecoverable:
+ * dead at once), decided before anything is written so that no half of it is.
+ */
+function withStorableResult(execution: JobExecution, outcome: ExecutionOutcome): ExecutionOutcome {
+  if (outcome.kind !== 'succeeded') return outcome;
+  try {
+    assertStorableResult(execution.jobId, outcome.result, execution.claim.doc);
+    return outcome;
+  } catch (error) {
+    return { kind: 'failed', error };
   }
 }

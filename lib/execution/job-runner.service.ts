@@ -168,13 +168,14 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
           execution.abort(error); // the lease starts only once the execution runs
         },
         onRenewed: () => this.events.emit('renewed', about),
+        onProgress: (progress) => this.events.emit('progress', about, undefined, progress),
       },
     );
     const execution = new JobExecution(claim, handler, jobId, lease);
     const entry: RunningExecution = {
       execution,
       handlerSettled: false,
-      done: Promise.resolve({ kind: 'succeeded' }),
+      done: Promise.resolve({ kind: 'succeeded', result: undefined }),
     };
     this.running.set(claim.lockId, entry);
     this.adjustRunning(claim.doc.name, +1);

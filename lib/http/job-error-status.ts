@@ -8,6 +8,7 @@ import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { InvalidJobIdError } from '../errors/invalid-job-id.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { InvalidPayloadError } from '../errors/invalid-payload.error';
+import { InvalidProgressError } from '../errors/invalid-progress.error';
 import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobNotFoundError } from '../errors/job-not-found.error';
 import { JobTimeoutError } from '../errors/job-timeout.error';
@@ -20,6 +21,8 @@ import { RetryContendedError } from '../errors/retry-contended.error';
 import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
 import { UnknownJobError } from '../errors/unknown-job.error';
 import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
+import { UnstorableResultError } from '../errors/unstorable-result.error';
+import { WaitTimeoutError } from '../errors/wait-timeout.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 
 type JobsErrorClass = abstract new (...args: never[]) => JobsError;
@@ -37,6 +40,7 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   [InvalidOptionError, HttpStatus.BAD_REQUEST],
   [InvalidDurationError, HttpStatus.BAD_REQUEST],
   [UnknownJobError, HttpStatus.BAD_REQUEST],
+  [InvalidProgressError, HttpStatus.BAD_REQUEST],
   // Wrong state or contention: a valid request that the jobs stored right now do not allow; nothing was written.
   // Another job holds the dedupe key: retry after it finishes or is cancelled.
   [DedupeConflictError, HttpStatus.CONFLICT],
@@ -45,6 +49,9 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   [DedupeKeyContendedError, HttpStatus.CONFLICT],
   // An application's unique index already holds a job with the same value: a clash with stored data, as 409 means.
   [UniqueIndexRejectedJobError, HttpStatus.CONFLICT],
+  // A wait that ended before the job did: the request was fine and the job still runs; nothing failed except the
+  // wait, as with a gateway whose upstream did not answer in time. Waiting again may succeed.
+  [WaitTimeoutError, HttpStatus.GATEWAY_TIMEOUT],
   // Bootstrap errors: a misconfigured application, never the caller's fault.
   [DuplicateJobHandlerError, undefined],
   [IndexConflictError, undefined],
@@ -58,6 +65,7 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   [LeaseLostError, undefined],
   [WorkerShutdownError, undefined],
   [UnrecoverableJobError, undefined],
+  [UnstorableResultError, undefined],
 ]);
 
 /**

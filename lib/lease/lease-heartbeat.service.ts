@@ -3,6 +3,7 @@ import type { Types } from 'mongoose';
 import type { LeaseLostError } from '../errors/lease-lost.error';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import type { JobProgress } from '../persistence/job.types';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
@@ -46,7 +47,11 @@ export class LeaseHeartbeat {
 
   open(
     terms: LeaseTerms,
-    hooks: { onStale: (error: LeaseLostError) => void; onRenewed?: (lockedUntil: Date) => void },
+    hooks: {
+      onStale: (error: LeaseLostError) => void;
+      onRenewed?: (lockedUntil: Date) => void;
+      onProgress?: (progress: JobProgress) => void;
+    },
   ): Lease {
     const { jobId, lockId } = terms;
     return new Lease({
@@ -56,10 +61,11 @@ export class LeaseHeartbeat {
       claimedAt: terms.claimedAt,
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
-      renew: (requestedUntil) => this.batcher.renew(jobId, lockId, requestedUntil),
+      renew: (requestedUntil, progress) => this.batcher.renew(jobId, lockId, requestedUntil, progress),
       relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onRenewed: hooks.onRenewed,
+      onProgress: hooks.onProgress,
       heartbeatClock: this.clock,
     });
   }

@@ -2,15 +2,16 @@ import { defer, exhaustMap, finalize, Subject, Subscription } from 'rxjs';
 import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { MAX_TIMER_MS } from '../jobs.constants';
+import type { JobProgress } from '../persistence/job.types';
 import { isDuration } from '../utils/validate';
 import { HeartbeatClock, type HeartbeatListener, type ScheduledBeat } from './heartbeat-clock';
 
 /**
- * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` on
+ * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on
  * `{_id, lockedBy, status: 'running'}`. Resolves the row's new `lockedUntil`, or `null` when no row
  * matched (ownership lost). Rejects on a database error.
  */
-export type LeaseRenewer = (requestedUntil: Date) => Promise<Date | null>;
+export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<Date | null>;
 
 /** Everything one execution's {@link Lease} needs; built by the runner right after the claim. */
 export interface LeaseConfig {
@@ -32,6 +33,8 @@ export interface LeaseConfig {
   onStale: (error: LeaseLostError) => void;
   /** Called after each successful renewal with the new deadline (optional, for events). Must not throw. */
   onRenewed?: (lockedUntil: Date) => void;
+  /** Called after each successful write that carried progress, with the value written (optional). Must not throw. */
+  onProgress?: (progress: JobProgress) => void;
   /**
    * Owner-fenced write that moves `lockedUntil` back to `until` (never forward). Called when a renewal lands
    * after the watchdog already ended the lease: the server must agree with the watchdog, or the row would stay
@@ -64,6 +67,8 @@ export interface LeaseStats {
 interface RenewalRequest {
   /** Longest duration asked for by the callers that joined (mutated only while the request waits). */
   ms: number;
+  /** The latest progress asked for by the callers that joined, if any (mutated only while the request waits). */
+  progress: JobProgress | undefined;
   readonly promise: Promise<void>;
   readonly resolve: () => void;
   readonly reject: (reason: unknown) => void;
@@ -78,7 +83,7 @@ function createRequest(ms: number): RenewalRequest {
     resolve = onResolve;
     reject = onReject;
   });
-  return { ms, promise, resolve, reject, guarded: false };
+  return { ms, progress: undefined, promise, resolve, reject, guarded: false };
 }
 
 const ignore = (): void => {};
@@ -203,6 +208,22 @@ export class Lease implements HeartbeatListener {
   }
 
   /**
+   * Writes `progress` (already validated) with the next renewal: it joins the waiting request, where the latest value
+   * wins, or opens one asking for a full `leaseMs` (the same write renews the lease, for free). Never more than one
+   * write in flight, so a burst of any size costs at most one follow-up write. Settles as {@link Lease.extend} does:
+   * resolves when the covering write lands, and without writing after {@link Lease.close}; rejects with
+   * {@link LeaseLostError} once the execution is stale or its renewals stopped, or with the database error.
+   */
+  updateProgress(progress: JobProgress): Promise<void> {
+    if (this.staleError) return Promise.reject(this.staleError);
+    if (this.closed) return Promise.resolve();
+    if (this.renewalsStopped) {
+      return Promise.reject(new LeaseLostError(this.config.jobId, this.config.lockId, 'expired'));
+    }
+    return this.enqueue(this.config.leaseMs, progress).promise;
+  }
+
+  /**
    * Stops every further renewal (heartbeat and extend) but keeps the watchdog: the lease runs out at its current
    * deadline and then goes stale as usual. For a handler that ignores its abort: its row is then taken over like a
    * crashed worker's, and never earlier. A write already in flight may still land.
@@ -250,14 +271,16 @@ export class Lease implements HeartbeatListener {
     return this.closed || this.staleError !== null;
   }
 
-  /** Joins the waiting request (longest duration wins) or opens one and triggers the pipeline. */
-  private enqueue(ms: number): RenewalRequest {
+  /** Joins the waiting request (longest duration, latest progress win) or opens one and triggers the pipeline. */
+  private enqueue(ms: number, progress?: JobProgress): RenewalRequest {
     const pending = this.pending;
     if (pending) {
       if (ms > pending.ms) pending.ms = ms;
+      if (progress !== undefined) pending.progress = progress;
       return pending;
     }
     const request = createRequest(ms);
+    request.progress = progress;
     this.pending = request;
     // exhaustMap ignores this while a write is in flight; that write's follow-up picks the request up.
     this.trigger().next();
@@ -320,7 +343,7 @@ export class Lease implements HeartbeatListener {
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     let lockedUntil: Date | null;
     try {
-      lockedUntil = await this.config.renew(requestedUntil);
+      lockedUntil = await this.config.renew(requestedUntil, request.progress);
     } catch (error) {
       this.inFlight -= 1;
       // Terminal states already settled this request; a late result changes nothing.
@@ -349,8 +372,10 @@ export class Lease implements HeartbeatListener {
       return;
     }
     request.resolve();
-    const onRenewed = this.config.onRenewed;
+    const { onRenewed, onProgress } = this.config;
     if (onRenewed) this.notify(() => onRenewed(new Date(this.deadline)));
+    const progress = request.progress;
+    if (onProgress && progress !== undefined) this.notify(() => onProgress(progress));
   }
 
   /** Replaces the (zero or one) watchdog timer with one for the current deadline; stale once it has passed. */

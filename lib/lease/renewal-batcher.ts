@@ -1,4 +1,5 @@
 import type { Types } from 'mongoose';
+import type { JobProgress } from '../persistence/job.types';
 import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/jobs.repository';
 
 /** Most renewals one command carries; more in one flush are sent as several commands at once. */
@@ -33,10 +34,13 @@ export class RenewalBatcher {
     private readonly clock: () => Date,
   ) {}
 
-  /** Renews one lease to at least `requestedUntil`, in the next flush. Same answers as `renewLease`. */
-  renew(jobId: Types.ObjectId, lockId: string, requestedUntil: Date): Promise<Date | null> {
+  /**
+   * Renews one lease to at least `requestedUntil` (and sets its job's `progress`, when given, in the same fenced
+   * update), in the next flush. Same answers as `renewLease`.
+   */
+  renew(jobId: Types.ObjectId, lockId: string, requestedUntil: Date, progress?: JobProgress): Promise<Date | null> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: jobId, lockId, requestedUntil, resolve, reject });
+      this.queue.push({ id: jobId, lockId, requestedUntil, progress, resolve, reject });
       this.scheduleFlush();
     });
   }
@@ -66,7 +70,7 @@ export class RenewalBatcher {
     try {
       if (command.length === 1) {
         const [call] = command;
-        call.resolve(await this.store.renewLease(call.id, call.lockId, call.requestedUntil, now));
+        call.resolve(await this.store.renewLease(call.id, call.lockId, call.requestedUntil, now, call.progress));
         return;
       }
       await this.sendBatch(command, now);

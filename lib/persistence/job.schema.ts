@@ -1,7 +1,7 @@
 import { Schema, Types } from 'mongoose';
 import { decodePayload } from '../utils/payload-codec';
 import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, SCHEDULE_INDEX } from './guarantee-indexes';
-import { JOB_STATUSES, type JobAttempt, type JobRecord, type JobStatus } from './job.types';
+import { JOB_STATUSES, type JobAttempt, type JobProgress, type JobRecord, type JobStatus } from './job.types';
 
 /** The document in MongoDB. Optional fields are absent (unset) rather than null. */
 export interface JobDocument {
@@ -28,6 +28,10 @@ export interface JobDocument {
   updatedAt: Date;
   startedAt?: Date;
   finishedAt?: Date;
+  /** The handler's resolved value, set by the completion write (absent when it resolved `undefined`). */
+  result?: unknown;
+  /** Set by progress writes (owner-fenced, with a lease renewal) and by the completion write. */
+  progress?: JobProgress;
 }
 
 /** Schema for documentation and index management; hot-path queries use the native collection. */
@@ -53,6 +57,8 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       updatedAt: Date,
       startedAt: Date,
       finishedAt: Date,
+      result: { type: Schema.Types.Mixed },
+      progress: { type: Schema.Types.Mixed },
     },
     { collection: collectionName, versionKey: false, minimize: false, autoIndex: false },
   );
@@ -96,5 +102,7 @@ export function toJobRecord<TPayload = unknown>(
     updatedAt: doc.updatedAt,
     startedAt: doc.startedAt ?? null,
     finishedAt: doc.finishedAt ?? null,
+    result: doc.result === undefined ? null : decodePayload(doc.result),
+    progress: doc.progress === undefined ? null : decodePayload(doc.progress),
   };
 }

@@ -14,6 +14,12 @@ export interface JobAttempt {
   stack?: string;
 }
 
+/**
+ * What `ctx.updateProgress` stores: a percentage from 0 to 100, or a small plain object (at most 4 KB as BSON, same
+ * rules as payloads), e.g. `{ done: 40, total: 120, stage: 'upload' }`.
+ */
+export type JobProgress = number | Record<string, unknown>;
+
 /** A job as stored, with `id` as a hex string. */
 export interface JobRecord<TPayload = unknown> {
   id: string;
@@ -48,4 +54,15 @@ export interface JobRecord<TPayload = unknown> {
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /**
+   * The value the handler resolved with, stored when the job completed (read back as stored, like the payload);
+   * `null` when it returned nothing (or `undefined`) and while the job is not completed.
+   */
+  result: unknown;
+  /**
+   * The last value the handler passed to `ctx.updateProgress` that was written: updated while it runs (coalesced, at
+   * most one write in flight), and on a completed job the value set last before the handler returned. Kept across
+   * attempts until the next attempt sets its own. `null` when never set.
+   */
+  progress: JobProgress | null;
 }

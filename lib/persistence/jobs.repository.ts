@@ -8,7 +8,7 @@ import { dedupeScope } from './dedupe-scope';
 import { clashedIndex, codeOf, DUPLICATE_KEY, duplicateKeyErrorsOnly, isClashOn } from './duplicate-key';
 import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
-import type { JobAttempt, JobStatus } from './job.types';
+import type { JobAttempt, JobProgress, JobStatus } from './job.types';
 
 /** Fields that only mean something while a job is `running`. */
 const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
@@ -28,6 +28,8 @@ const LIVE: JobStatus[] = ['pending', 'running'];
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 /** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
 const INSERT_OPTIONS = { ignoreUndefined: true } as const;
+/** The same for the user's values other writes carry (result, progress). */
+const USER_VALUE_OPTIONS = { ignoreUndefined: true } as const;
 const NAMESPACE_NOT_FOUND = 26;
 const INDEX_NOT_FOUND = 27;
 
@@ -260,12 +262,19 @@ export class JobsRepository {
   }
 
   /**
-   * Owner-fenced lease renewal: the deadline only ever moves forward.
+   * Owner-fenced lease renewal: the deadline only ever moves forward; sets `progress` too when one is given.
    * Resolves the row's deadline after the write, or null when this lock no longer owns the row.
    */
-  async renewLease(id: Types.ObjectId, lockId: string, requestedUntil: Date, now: Date): Promise<Date | null> {
-    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil }, now);
+  async renewLease(
+    id: Types.ObjectId,
+    lockId: string,
+    requestedUntil: Date,
+    now: Date,
+    progress?: JobProgress,
+  ): Promise<Date | null> {
+    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil, progress }, now);
     const row = await this.collection.findOneAndUpdate(filter, update, {
+      ...USER_VALUE_OPTIONS,
       returnDocument: 'after',
       projection: { lockedUntil: 1 },
     });
@@ -283,7 +292,7 @@ export class JobsRepository {
       (renewal): mongo.AnyBulkWriteOperation<JobDocument> => ({ updateOne: leaseRenewal(renewal, now) }),
     );
     try {
-      const result = await this.collection.bulkWrite(ops, { ordered: false });
+      const result = await this.collection.bulkWrite(ops, { ...USER_VALUE_OPTIONS, ordered: false });
       return { matched: result.matchedCount, refused: new Map() };
     } catch (error) {
       const refused = refusedWrites(error);
@@ -304,11 +313,31 @@ export class JobsRepository {
     await this.collection.updateOne(owned(id, lockId), { $min: { lockedUntil: until } });
   }
 
-  complete(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
-    return this.updateOwned(id, lockId, {
-      $set: { status: 'completed', finishedAt: now, updatedAt: now },
-      $unset: { ...RELEASED_FIELDS, lastError: '' },
-    });
+  /**
+   * Marks the job completed with the handler's result (none when `undefined`) and the progress it set last (left as
+   * it is when it set none), in the one owner-fenced write: nothing is written unless all of it is.
+   */
+  complete(
+    id: Types.ObjectId,
+    lockId: string,
+    now: Date,
+    { result, progress }: { result?: unknown; progress?: JobProgress } = {},
+  ): Promise<boolean> {
+    return this.updateOwned(
+      id,
+      lockId,
+      {
+        $set: {
+          status: 'completed',
+          finishedAt: now,
+          updatedAt: now,
+          ...(result === undefined ? {} : { result }),
+          ...(progress === undefined ? {} : { progress }),
+        },
+        $unset: { ...RELEASED_FIELDS, lastError: '' },
+      },
+      USER_VALUE_OPTIONS,
+    );
   }
 
   /** Records a failed attempt, then either schedules the retry or dead-letters the job. */
@@ -440,8 +469,9 @@ export class JobsRepository {
     id: Types.ObjectId,
     lockId: string,
     update: mongo.UpdateFilter<JobDocument>,
+    options?: mongo.UpdateOptions,
   ): Promise<boolean> {
-    const result = await this.collection.updateOne(owned(id, lockId), update);
+    const result = await this.collection.updateOne(owned(id, lockId), update, options);
     return result.matchedCount === 1;
   }
 }
@@ -451,12 +481,15 @@ export class JobsRepository {
  * has run out by the writer's clock, its watchdog has ended it too).
  */
 function leaseRenewal(
-  { id, lockId, requestedUntil }: LeaseRenewal,
+  { id, lockId, requestedUntil, progress }: LeaseRenewal,
   now: Date,
 ): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
   return {
     filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
-    update: { $max: { lockedUntil: requestedUntil }, $set: { updatedAt: now } },
+    update: {
+      $max: { lockedUntil: requestedUntil },
+      $set: progress === undefined ? { updatedAt: now } : { updatedAt: now, progress },
+    },
   };
 }
 
@@ -465,6 +498,8 @@ export interface LeaseRenewal {
   id: Types.ObjectId;
   lockId: string;
   requestedUntil: Date;
+  /** The handler's latest progress, written by the same owner-fenced update (none: progress is left as it is). */
+  progress?: JobProgress;
 }
 
 /** What a `renewLeases` command did: rows matched in total, and the ops the server refused, by index. */

@@ -1,3 +1,5 @@
+import type { JobProgress } from '../persistence/job.types';
+
 /**
  * What a handler gets besides its payload. One per execution (attempt) of a job.
  *
@@ -42,4 +44,15 @@ export interface JobExecutionContext {
    * with `LeaseLostError` when the job is no longer ours, and with the database's own error when the write failed.
    */
   extendLockTime(ms: number): Promise<void>;
+  /**
+   * Reports progress: a number from 0 to 100, or a small plain object (at most 4 KB as BSON, payload rules), e.g.
+   * `{ done: 40, total: 120 }`. Stored on the row as `progress` (see `findById`) and emitted as a `progress` event
+   * once written. Writes ride the lease's renewal pipeline: at most one in flight, calls made meanwhile coalesce into
+   * one follow-up (the latest value wins), every write is owner-fenced and also renews the lease. Call it as often as
+   * you like, awaited or not; the value set last before the handler returns is on the completed row. Resolves when
+   * the write covering the call lands (at once, writing nothing, after the job finished); rejects with
+   * `InvalidProgressError` for anything else (NaN, > 100, arrays, functions, …), `LeaseLostError` when the job is no
+   * longer ours, or the database's error.
+   */
+  updateProgress(value: JobProgress): Promise<void>;
 }

@@ -13,14 +13,25 @@ const MAX_DEPTH = 90;
  * silently is documented in the README (undefined, symbol and non-enumerable keys, Uint8Array → Buffer).
  */
 export function assertStorablePayload(payload: unknown): void {
-  visit(payload, '', new Set(), 0);
+  assertStorableValue(payload, (path, problem) => new InvalidPayloadError(path, problem));
   const bytes = mongo.BSON.calculateObjectSize({ payload: payload ?? null }, { ignoreUndefined: true });
   if (bytes > MAX_PAYLOAD_BYTES) {
     throw new InvalidPayloadError('', `is ${bytes} bytes as BSON, over the limit of ${MAX_PAYLOAD_BYTES}`);
   }
 }
 
-function visit(value: unknown, path: string, ancestors: Set<object>, depth: number): void {
+/** Builds the error for a value that cannot be stored: the path inside it (`''` for the value itself), and why. */
+export type UnstorableValueError = (path: string, problem: string) => Error;
+
+/**
+ * The payload rules (all but the size limit) for any value the library stores for a user (payload, result,
+ * progress): throws `fail(path, problem)` for the first part that MongoDB would refuse or not give back as it was.
+ */
+export function assertStorableValue(value: unknown, fail: UnstorableValueError): void {
+  visit(value, '', new Set(), 0, fail);
+}
+
+function visit(value: unknown, path: string, ancestors: Set<object>, depth: number, fail: UnstorableValueError): void {
   switch (typeof value) {
     case 'string':
     case 'number':
@@ -28,21 +39,21 @@ function visit(value: unknown, path: string, ancestors: Set<object>, depth: numb
     case 'undefined':
       return;
     case 'function':
-      throw new InvalidPayloadError(path, 'is a function, which cannot be stored');
+      throw fail(path, 'is a function, which cannot be stored');
     case 'symbol':
-      throw new InvalidPayloadError(path, 'is a symbol, which cannot be stored');
+      throw fail(path, 'is a symbol, which cannot be stored');
     case 'bigint':
-      throw new InvalidPayloadError(path, 'is a bigint; store it as a string or number');
+      throw fail(path, 'is a bigint; store it as a string or number');
   }
   if (value === null) return;
   const object = value as object;
   if (object instanceof Date) {
-    if (Number.isNaN(object.getTime())) throw new InvalidPayloadError(path, 'is an invalid Date');
+    if (Number.isNaN(object.getTime())) throw fail(path, 'is an invalid Date');
     return;
   }
   if (isUint8Array(object) || isObjectId(object)) return;
-  if (depth > MAX_DEPTH) throw new InvalidPayloadError(path, `nests deeper than ${MAX_DEPTH} levels`);
-  if (ancestors.has(object)) throw new InvalidPayloadError(path, 'is a circular reference');
+  if (depth > MAX_DEPTH) throw fail(path, `nests deeper than ${MAX_DEPTH} levels`);
+  if (ancestors.has(object)) throw fail(path, 'is a circular reference');
   const prototype = Object.getPrototypeOf(object);
   const isArray = Array.isArray(object);
   if (!isArray && prototype !== Object.prototype && prototype !== null) {
@@ -50,14 +61,14 @@ function visit(value: unknown, path: string, ancestors: Set<object>, depth: numb
     const hint = ArrayBuffer.isView(object)
       ? 'store its bytes as a Buffer or Uint8Array'
       : 'use plain objects and arrays';
-    throw new InvalidPayloadError(path, `is a ${kind} instance; ${hint}`);
+    throw fail(path, `is a ${kind} instance; ${hint}`);
   }
   ancestors.add(object);
   for (const [key, child] of Object.entries(object)) {
     if (!isArray && (key.startsWith('$') || key.includes('.') || key.includes('\0'))) {
-      throw new InvalidPayloadError(join(path, key), 'has a key starting with "$" or containing "." or NUL');
+      throw fail(join(path, key), 'has a key starting with "$" or containing "." or NUL');
     }
-    visit(child, join(path, key), ancestors, depth + 1);
+    visit(child, join(path, key), ancestors, depth + 1, fail);
   }
   ancestors.delete(object);
 }

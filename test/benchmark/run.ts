@@ -7,6 +7,7 @@ import { runEnqueue } from './enqueue.bench';
 import { runHeartbeat } from './heartbeat.bench';
 import { fmt, formatTable, log, machineInfo, medianOf, nowMs, readConfig } from './helpers';
 import { runPickupLatency } from './pickup-latency.bench';
+import { runProgress } from './progress.bench';
 import { runQueueDepth } from './queue-depth.bench';
 import { runRenewals } from './renewals.bench';
 import type { TargetCheck, Verdict } from './spread';
@@ -18,10 +19,10 @@ import { runThroughput } from './throughput.bench';
  * with their ranges, and a JSON file with every repetition's numbers in test/benchmark/results/. Not part of `npm test`: nothing here asserts.
  *
  * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,
- * heartbeat,queueDepth,renewals, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 5),
+ * heartbeat,queueDepth,renewals,progress, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 5),
  * BENCH_AGENDA_ROUNDS (the first rounds also run Agenda, default 2), BENCH_THROUGHPUT_TARGETS (see
  * throughput.bench.ts for the diagnostic variants), BENCH_ENQUEUE_JOBS, BENCH_PICKUP_SAMPLES, BENCH_PICKUP_POLL_MS,
- * BENCH_HEARTBEAT_CALLS, BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_AGENDA_LOCK_LIMIT,
+ * BENCH_HEARTBEAT_CALLS (also the progress scenario's calls), BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_AGENDA_LOCK_LIMIT,
  * BENCH_AGENDA_PROCESS_EVERY_MS, BENCH_RENEWAL_REPS / _CONCURRENCY / _LEASE_MS / _WINDOW_MS / _SHORT_JOBS /
  * _SHORT_JOB_MS (see renewals.bench.ts).
  *
@@ -40,6 +41,7 @@ type Scenarios = {
   heartbeat?: Awaited<ReturnType<typeof runHeartbeat>>;
   queueDepth?: Awaited<ReturnType<typeof runQueueDepth>>;
   renewals?: Awaited<ReturnType<typeof runRenewals>>;
+  progress?: Awaited<ReturnType<typeof runProgress>>;
 };
 
 async function main(): Promise<void> {
@@ -76,6 +78,7 @@ async function main(): Promise<void> {
     await attempt('heartbeat', () => runHeartbeat(ctx, config));
     await attempt('queueDepth', () => runQueueDepth(ctx, config));
     await attempt('renewals', () => runRenewals(ctx, config, serverPid));
+    await attempt('progress', () => runProgress(ctx, config));
   } finally {
     await ctx.client.close();
     await server.stop();
@@ -125,6 +128,20 @@ function targetTable(s: Scenarios) {
       target: 'heartbeat: writes ≤ elapsed / mean RTT + 2',
       measured: `${worst.writes} ≤ ${fmt(worst.writeBound, 1)} (worst rep)`,
       verdict: plain(reps.every((r) => r.writes <= r.writeBound)),
+    });
+  }
+  if (s.progress) {
+    const reps = s.progress.reps;
+    const maxInFlight = Math.max(...reps.map((r) => r.maxInFlight));
+    checks.push({
+      target: 'progress: at most 1 write in flight',
+      measured: String(maxInFlight),
+      verdict: plain(maxInFlight <= 1),
+    });
+    checks.push({
+      target: 'progress: the last value is on the row (running, then completed)',
+      measured: reps.every((r) => r.lastValuePersisted && r.lastValueOnCompletedRow) ? 'yes' : 'no',
+      verdict: plain(reps.every((r) => r.lastValuePersisted && r.lastValueOnCompletedRow)),
     });
   }
   if (s.pickup) {

@@ -18,7 +18,11 @@ class Greeter {
   }
 }
 
-const seen: { payload: unknown; ctx: Omit<JobExecutionContext, 'signal' | 'extendLockTime'>; greeting: string }[] = [];
+const seen: {
+  payload: unknown;
+  ctx: Omit<JobExecutionContext, 'signal' | 'extendLockTime' | 'updateProgress'>;
+  greeting: string;
+}[] = [];
 const failures = new Map<string, number>();
 const gate = deferred();
 let cancelledReason: unknown;

@@ -16,11 +16,14 @@ const EXPECTED: Record<string, number | undefined> = {
   InvalidOptionError: 400,
   InvalidDurationError: 400,
   UnknownJobError: 400,
+  InvalidProgressError: 400,
   // Wrong state or contention: the request was fine, the jobs it touches are not in a state that allows it now.
   DedupeConflictError: 409,
   RetryContendedError: 409,
   DedupeKeyContendedError: 409,
   UniqueIndexRejectedJobError: 409,
+  // The wait ended before the job did; the job still runs.
+  WaitTimeoutError: 504,
   // Bootstrap: the application is misconfigured, never the caller's fault.
   DuplicateJobHandlerError: undefined,
   IndexConflictError: undefined,
@@ -34,6 +37,7 @@ const EXPECTED: Record<string, number | undefined> = {
   LeaseLostError: undefined,
   WorkerShutdownError: undefined,
   UnrecoverableJobError: undefined,
+  UnstorableResultError: undefined,
   // The base class: a subclass the table does not know is passed on.
   JobsError: undefined,
 };

@@ -9,6 +9,8 @@ const T0 = 1_000_000;
 interface StoreWrite {
   readonly index: number;
   readonly requestedUntil: number;
+  /** The progress value the write carries, if any. */
+  readonly progress: unknown;
   readonly startedAt: number;
   settled: boolean;
   /** Applies `max(row, requestedUntil)` and resolves the new row value (or null when not owned). */
@@ -38,7 +40,10 @@ class FakeStore {
     this.row = lockedUntil;
   }
 
-  readonly renew = (requestedUntil: Date): Promise<Date | null> =>
+  /** The progress value on the row (set by each write that carries one and matches). */
+  progress: unknown;
+
+  readonly renew = (requestedUntil: Date, progress?: unknown): Promise<Date | null> =>
     new Promise<Date | null>((resolve, reject) => {
       const index = this.writes.length;
       this.concurrent += 1;
@@ -52,6 +57,7 @@ class FakeStore {
       const write: StoreWrite = {
         index,
         requestedUntil: requestedUntil.getTime(),
+        progress,
         startedAt: Date.now(),
         settled: false,
         succeed: () => {
@@ -59,6 +65,7 @@ class FakeStore {
           finish();
           if (!this.owned) return resolve(null);
           this.row = Math.max(this.row, requestedUntil.getTime());
+          if (progress !== undefined) this.progress = progress;
           resolve(new Date(this.returnOverride ?? this.row));
         },
         fail: (error) => {
@@ -305,6 +312,112 @@ describe('Lease', () => {
       await flush();
       expect(inner?.outcome.state).toBe('resolved');
       expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      lease.close();
+    });
+  });
+
+  describe('progress', () => {
+    it('coalesces 10,000 progress updates made while a write is blocked: at most 2 writes, the latest value wins', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const first = track(lease.updateProgress(0));
+      expect(store.writes).toHaveLength(1);
+      const burst = Array.from({ length: 10_000 }, (_, i) => track(lease.updateProgress({ done: i + 1 })));
+      await flush();
+      expect(store.writes).toHaveLength(1);
+
+      store.writes[0].succeed();
+      await flush();
+      expect(first.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1].progress).toEqual({ done: 10_000 });
+      store.writes[1].succeed();
+      await flush();
+
+      expect(burst.every((p) => p.outcome.state === 'resolved')).toBe(true);
+      expect(store.writes).toHaveLength(2);
+      expect(store.progress).toEqual({ done: 10_000 });
+      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(store.maxConcurrent).toBe(1);
+      lease.close();
+    });
+
+    it('rides a waiting renewal: one write carries the longest duration and the latest progress', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      void lease.extend(100);
+      const renewal = track(lease.extend(50_000)); // longer than the leaseMs a progress request asks for
+      const progress = track(lease.updateProgress(40));
+      const later = track(lease.updateProgress(60));
+      jest.advanceTimersByTime(3);
+      store.writes[0].succeed();
+      await flush();
+
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[0].progress).toBeUndefined();
+      expect(store.writes[1]).toMatchObject({ requestedUntil: T0 + 3 + 50_000, progress: 60 });
+      store.writes[1].succeed();
+      await flush();
+      expect([renewal, progress, later].map((p) => p.outcome.state)).toEqual(['resolved', 'resolved', 'resolved']);
+      expect(store.writes).toHaveLength(2);
+      lease.close();
+    });
+
+    it('shares one write with a heartbeat that comes due while the progress waits', async () => {
+      const { lease, store } = setup({ heartbeatIntervalMs: 100, leaseMs: 300, claimMs: 300 });
+      lease.start();
+      void lease.extend(50); // blocked in flight
+      const progress = track(lease.updateProgress(7));
+      await jest.advanceTimersByTimeAsync(100); // the beat joins the waiting request
+      expect(store.writes).toHaveLength(1);
+      store.writes[0].succeed();
+      await flush();
+      expect(store.writes).toHaveLength(2);
+      expect(store.writes[1]).toMatchObject({ progress: 7, requestedUntil: T0 + 100 + 300 });
+      store.writes[1].succeed();
+      await flush();
+      expect(progress.outcome.state).toBe('resolved');
+      lease.close();
+    });
+
+    it('after close() writes nothing and resolves; after stale or stopRenewing() rejects with LeaseLostError', async () => {
+      const closed = setup();
+      closed.lease.start();
+      closed.lease.close();
+      await expect(closed.lease.updateProgress(5)).resolves.toBeUndefined();
+      expect(closed.store.writes).toHaveLength(0);
+
+      const stale = setup();
+      stale.lease.start();
+      stale.store.owned = false;
+      const lost = track(stale.lease.updateProgress(5));
+      stale.store.last.succeed();
+      await flush();
+      expect(lost.outcome).toMatchObject({ state: 'rejected', reason: expect.any(LeaseLostError) });
+      await expect(stale.lease.updateProgress(6)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(stale.store.writes).toHaveLength(1);
+
+      const stopped = setup();
+      stopped.lease.start();
+      stopped.lease.stopRenewing();
+      await expect(stopped.lease.updateProgress(5)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(stopped.store.writes).toHaveLength(0);
+      stopped.lease.close();
+    });
+
+    it('reports each landed progress write to onProgress with the value written', async () => {
+      const onProgress = jest.fn<(value: unknown) => void>();
+      const { lease, store } = setup({ onProgress });
+      lease.start();
+      void lease.updateProgress(1);
+      void lease.updateProgress(2);
+      void lease.updateProgress(3);
+      void lease.extend(100);
+      store.writes[0].succeed();
+      await flush();
+      store.writes[1].succeed();
+      await flush();
+      expect(onProgress.mock.calls).toEqual([[1], [3]]);
       lease.close();
     });
   });

@@ -28,8 +28,17 @@ class FakeStore implements LeaseRenewalStore {
   readonly batches: StoreCall<LeaseRenewalsResult>[] = [];
   readonly reads: StoreCall<LeaseOwner[]>[] = [];
 
-  renewLease(id: Types.ObjectId, lockId: string, requestedUntil: Date, now: Date): Promise<Date | null> {
-    return call([id, lockId, requestedUntil, now], this.single);
+  renewLease(
+    id: Types.ObjectId,
+    lockId: string,
+    requestedUntil: Date,
+    now: Date,
+    progress?: unknown,
+  ): Promise<Date | null> {
+    return call(
+      progress === undefined ? [id, lockId, requestedUntil, now] : [id, lockId, requestedUntil, now, progress],
+      this.single,
+    );
   }
 
   renewLeases(renewals: LeaseRenewal[], now: Date): Promise<LeaseRenewalsResult> {
@@ -97,6 +106,20 @@ describe('RenewalBatcher', () => {
     store.single[0].resolve(at(45_000));
     await settle();
     expect(result[0].value).toEqual(at(45_000));
+  });
+
+  it('carries a progress value with its renewal, alone or in a command, and none where none was given', async () => {
+    void batcher.renew(ids[0], 'w#0', at(30_000), { done: 3 });
+    jest.advanceTimersByTime(0);
+    expect(store.single.map((c) => c.args)).toEqual([[ids[0], 'w#0', at(30_000), at(0), { done: 3 }]]);
+
+    void batcher.renew(ids[1], 'w#1', at(30_000), 42);
+    void batcher.renew(ids[2], 'w#2', at(30_000));
+    jest.advanceTimersByTime(0);
+    expect(store.renewalsOf(0).map(({ lockId, progress }) => ({ lockId, progress }))).toEqual([
+      { lockId: 'w#1', progress: 42 },
+      { lockId: 'w#2', progress: undefined },
+    ]);
   });
 
   it('sends every renewal due in one timers phase as one command, owner-fenced per call', async () => {

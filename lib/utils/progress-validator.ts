@@ -1,0 +1,31 @@
+import { mongo } from 'mongoose';
+import { InvalidProgressError } from '../errors/invalid-progress.error';
+import { MAX_PROGRESS_BYTES } from '../jobs.constants';
+import type { JobProgress } from '../persistence/job.types';
+import { assertStorableValue } from './payload-validator';
+
+/**
+ * Accepts a number from 0 to 100, or a plain object that follows the payload rules and is at most
+ * {@link MAX_PROGRESS_BYTES} as BSON; throws {@link InvalidProgressError} naming the problem for anything else.
+ */
+export function assertValidProgress(value: unknown): asserts value is JobProgress {
+  if (typeof value === 'number') {
+    if (!(value >= 0 && value <= 100)) throw new InvalidProgressError('', `is ${value}, not a number from 0 to 100`);
+    return;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidProgressError('', `is ${kindOf(value)}`);
+  }
+  assertStorableValue(value, (path, problem) => new InvalidProgressError(path, problem));
+  const bytes = mongo.BSON.calculateObjectSize(value, { ignoreUndefined: true });
+  if (bytes > MAX_PROGRESS_BYTES) {
+    throw new InvalidProgressError('', `is ${bytes} bytes as BSON, over the limit of ${MAX_PROGRESS_BYTES}`);
+  }
+}
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
