@@ -6,7 +6,7 @@ import { InvalidOptionError, JobHandler, UnrecoverableJobError } from '../../lib
 import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
-import { uniqueDatabaseName } from '../support/test-database';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 const HOUR_MS = 3_600_000;
 const hold = deferred();
@@ -230,11 +230,9 @@ describe('several processes sweeping one collection', () => {
     jest.restoreAllMocks();
   });
 
-  it('both sweep at once without errors, until every expired row is gone', async () => {
+  it('both sweep at once without errors, until every expired row is gone, never a young tick or a pending row', async () => {
     const dbName = uniqueDatabaseName('retention_fleet');
     const problems = [jest.spyOn(Logger.prototype, 'error'), jest.spyOn(Logger.prototype, 'warn')];
-    const options = { retention: { sweepIntervalMs: 50 } };
-    apps.push(await createJobsTestApp({ dbName, options }));
     const past = new Date(Date.now() - 1_000);
     const expired = Array.from({ length: 2_500 }, (_, i) => ({
       name: 'bulk',
@@ -243,12 +241,29 @@ describe('several processes sweeping one collection', () => {
       finishedAt: past,
       expiresAt: past,
     }));
-    const live = { name: 'bulk', status: 'pending', runAt: new Date(Date.now() + HOUR_MS), expiresAt: past };
-    await rows(apps[0]).insertMany([...expired, live]);
-    apps.push(await createJobsTestApp({ dbName, options }));
-    await waitFor(async () => (await rows(apps[0]).countDocuments({ status: { $ne: 'pending' } })) === 0, 'sweeps');
-    // A pending row is never swept, even one that (wrongly) carries an expiry.
-    expect(await rows(apps[0]).countDocuments({ status: 'pending' })).toBe(1);
+    // Rows that (wrongly) carry a passed expiry, yet must stay: a pending job, and a tick's job from a minute ago.
+    const pending = { name: 'bulk', status: 'pending', runAt: new Date(Date.now() + HOUR_MS), expiresAt: past };
+    const tick = { ...expired[0], name: 'ticked', scheduleKey: 'cron:ticked:x', runAt: new Date(Date.now() - 60_000) };
+    const client = await connectTestClient();
+    try {
+      await client
+        .db(dbName)
+        .collection('jobs')
+        .insertMany([...expired, pending, tick]);
+    } finally {
+      await client.close();
+    }
+    const options = { retention: { sweepIntervalMs: 50 } };
+    apps.push(...(await Promise.all([1, 2].map(() => createJobsTestApp({ dbName, options })))));
+    await waitFor(async () => (await rows(apps[0]).countDocuments({ name: 'bulk' })) === 1, 'sweeps');
+    expect(
+      await rows(apps[0])
+        .find({}, { projection: { _id: 0, name: 1, status: 1 } })
+        .toArray(),
+    ).toEqual([
+      { name: 'bulk', status: 'pending' },
+      { name: 'ticked', status: 'completed' },
+    ]);
     expect(problems.flatMap((spy) => spy.mock.calls)).toEqual([]);
   });
 });
