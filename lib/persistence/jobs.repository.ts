@@ -471,13 +471,18 @@ export class JobsRepository {
         ...(filter.finishedBefore !== undefined && { finishedAt: { $lt: filter.finishedBefore } }),
         ...ticksPastKeep(now),
       },
-      { _id: 1 },
+      // No sort: one on _id could walk the _id index over the whole collection instead of the status prefix.
+      undefined,
       limit,
     );
   }
 
   /** Reads ids then deletes by them: a bounded delete (deleteMany takes no limit) that holds the server briefly. */
-  private async deleteBatch(filter: mongo.Filter<JobDocument>, sort: mongo.Sort, limit: number): Promise<DeleteBatch> {
+  private async deleteBatch(
+    filter: mongo.Filter<JobDocument>,
+    sort: mongo.Sort | undefined,
+    limit: number,
+  ): Promise<DeleteBatch> {
     const rows = await this.collection.find(filter, { projection: { _id: 1 }, sort, limit }).toArray();
     if (rows.length === 0) return { found: 0, deleted: 0 };
     const result = await this.collection.deleteMany({ ...filter, _id: { $in: rows.map((row) => row._id) } });
