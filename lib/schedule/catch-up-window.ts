@@ -1,4 +1,4 @@
-import { DAY_MS } from './time-units';
+import { DAY_MS, HOUR_MS } from './time-units';
 
 /**
  * How late a cron tick may still be enqueued. A timer that fires later than this (a process or VM suspended for a
@@ -14,7 +14,7 @@ export const CRON_CATCH_UP_WINDOW_MS = DAY_MS;
  * How long a tick's row is kept past its tick, whatever retention says: the window plus an hour, so an instance
  * whose clock is behind the sweeping one's (by anything under an hour) cannot enqueue a tick whose row is gone.
  */
-export const CRON_TICK_KEEP_MS = CRON_CATCH_UP_WINDOW_MS + DAY_MS / 24;
+export const CRON_TICK_KEEP_MS = CRON_CATCH_UP_WINDOW_MS + HOUR_MS;
 
 /** True when `tick` is too old to enqueue at `at`. */
 export function isPastCatchUpWindow(tick: Date, at: Date): boolean {

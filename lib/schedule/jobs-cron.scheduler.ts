@@ -18,9 +18,8 @@ import { errorInfo } from '../utils/error-info';
 import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from './catch-up-window';
 import type { CronSchedule } from './cron-schedule';
 import { CronTicker } from './cron-ticker';
+import { HOUR_MS } from './time-units';
 import { ZonedCronTime } from './zoned-cron-time';
-
-const HOUR_MS = 3_600_000;
 
 /**
  * Registers a `@nestjs/schedule` cron job per `@JobHandler({ cron })`. On every tick, every instance tries to
