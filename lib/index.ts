@@ -34,11 +34,18 @@ export { requireJob } from './http/require-job';
 export { JOB_HANDLER_METADATA } from './jobs.constants';
 export { JobsModule } from './jobs.module';
 export type { JobsOptionsFactory } from './jobs.module-definition';
-export type { BackoffOptions, JobsModuleExtras, JobsModuleOptions } from './jobs.options';
+export type {
+  BackoffOptions,
+  HandlerRetentionOptions,
+  JobsModuleExtras,
+  JobsModuleOptions,
+  RetentionOptions,
+} from './jobs.options';
 export { JobsService } from './jobs.service';
 export type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status';
-export type { JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types';
+export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types';
+export type { PurgeOptions } from './retention/purge-options';
 export type {
   CatalogueEnqueueArgs,
   CatalogueEnqueueItem,

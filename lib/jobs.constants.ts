@@ -54,6 +54,13 @@ export const DEFAULT_JOBS_OPTIONS = {
   maxAttempts: 5,
   backoff: { baseMs: 1000, maxMs: 900_000 },
   indexSetupTimeoutMs: 60_000,
+  retention: {
+    completed: 7 * 86_400_000,
+    dead: 30 * 86_400_000,
+    failed: 30 * 86_400_000,
+    cancelled: 30 * 86_400_000,
+    sweepIntervalMs: 60_000,
+  },
 } as const;
 
 /** After shutdown aborts the handlers still running, how long it waits for them to settle. */

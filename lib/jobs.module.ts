@@ -27,6 +27,8 @@ import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import { createJobSchema, type JobDocument } from './persistence/job.schema';
 import { JobIndexes } from './persistence/job-indexes.service';
 import { JobsRepository } from './persistence/jobs.repository';
+import { JobRetention } from './retention/job-retention.service';
+import { RetentionSweeper } from './retention/retention-sweeper.service';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
 import { JobWaiter } from './waiting/job-waiter.service';
 
@@ -80,6 +82,8 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     },
     JobsRepository,
     JobIndexes,
+    JobRetention,
+    RetentionSweeper,
     JobEvents,
     JobHandlerRegistry,
     JobDocumentFactory,

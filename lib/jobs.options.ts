@@ -1,3 +1,5 @@
+import type { FinishedStatus } from './persistence/job.types';
+
 /** Exponential backoff between attempts: `min(baseMs · 2^(n−1), maxMs)` scaled by a random factor in [0.5, 1). */
 export interface BackoffOptions {
   /** Delay before the 2nd attempt (before jitter). @default 1000 */
@@ -5,6 +7,29 @@ export interface BackoffOptions {
   /** Upper bound of any delay (before jitter). @default 900000 (15 minutes) */
   maxMs: number;
 }
+
+/**
+ * How long finished jobs are kept, in ms per final status, before the sweeper of a worker process deletes them. The
+ * write that finishes a job stamps its `expiresAt` from these, so each job name's retention applies whoever sweeps.
+ */
+export interface RetentionOptions {
+  /** @default 604800000 (7 days) */
+  completed?: number;
+  /** @default 2592000000 (30 days) */
+  dead?: number;
+  /** @default 2592000000 (30 days) */
+  failed?: number;
+  /** @default 2592000000 (30 days) */
+  cancelled?: number;
+  /** How often each worker process deletes expired jobs. @default 60000 */
+  sweepIntervalMs?: number;
+}
+
+/** A `@JobHandler`'s own retention: per status, the module's where unset. */
+export type HandlerRetentionOptions = Omit<RetentionOptions, 'sweepIntervalMs'>;
+
+/** Retention per final status in ms; null keeps such jobs for good (no `expiresAt` is stamped). */
+export type RetentionPeriods = Record<FinishedStatus, number | null>;
 
 /** Options of `JobsModule.forRoot()` / the factory of `forRootAsync()`. */
 export interface JobsModuleOptions {
@@ -40,6 +65,13 @@ export interface JobsModuleOptions {
    * @default 60000
    */
   indexSetupTimeoutMs?: number;
+  /**
+   * How long finished jobs are kept before worker processes delete them; `false` keeps every job for good (a
+   * handler's own `retention` still applies to its jobs). A cron tick's job is kept at least a day past its tick
+   * whatever this says (see the README's "Retention and purge").
+   * @default { completed: 7 days, dead, failed and cancelled: 30 days, sweepIntervalMs: 60000 }
+   */
+  retention?: RetentionOptions | false;
 }
 
 /** Options that must be known when the module is defined (also accepted by `forRootAsync`). */
@@ -63,4 +95,5 @@ export interface ResolvedJobsOptions {
   /** Names the poll loop may claim; undefined: every name with a handler in this process. */
   runOnly: string[] | undefined;
   indexSetupTimeoutMs: number;
+  retention: { periods: RetentionPeriods; sweepIntervalMs: number };
 }

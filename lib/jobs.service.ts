@@ -17,6 +17,9 @@ import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
+import { JobRetention } from './retention/job-retention.service';
+import { type PurgeOptions, resolvePurgeFilter } from './retention/purge-options';
+import { SWEEP_BATCH_SIZE } from './retention/retention-sweeper.service';
 import type {
   CatalogueEnqueueArgs,
   DeclaredJobName,
@@ -49,6 +52,7 @@ export class JobsService {
     private readonly enqueuer: JobEnqueuer,
     private readonly registry: JobHandlerRegistry,
     private readonly waiter: JobWaiter,
+    private readonly retention: JobRetention,
   ) {
     this.events$ = events.events$;
   }
@@ -134,12 +138,17 @@ export class JobsService {
    * runs in this process. A handler in another process is not told "cancelled": its next lease renewal (within one
    * heartbeat interval) finds the row no longer its own and aborts its signal with `LeaseLostError('taken-over')`.
    * The dedupe key is freed at once. Returns the job afterwards (unchanged when it was already finished), or null
-   * when there is no such job.
+   * when there is no such job. The cancelled job is kept for the `cancelled` retention of its handler here (the
+   * module's when this process has none for its name).
    * @throws InvalidJobIdError
    */
   async cancel(id: string): Promise<JobRecord | null> {
     const jobId = requireJobId(id);
-    const cancelled = await this.repository.cancel(jobId, now());
+    // Its name picks the retention to stamp; a name never changes, so reading it first races with nothing.
+    const subject = await this.repository.findCancelSubject(jobId);
+    if (!subject) return null;
+    const at = now();
+    const cancelled = await this.repository.cancel(jobId, at, this.retention.expiresAt('cancelled', subject, at));
     if (!cancelled) return this.findById(id);
     const hex = jobId.toHexString();
     this.runner.abortLocal(hex, new JobCancelledError(hex));
@@ -169,6 +178,25 @@ export class JobsService {
       case 'revived':
         this.runner.notifyEnqueued();
         return toJobRecord(result.job);
+    }
+  }
+
+  /**
+   * Deletes finished jobs of one status now, whatever their retention, optionally only those of one `name` and those
+   * finished before `finishedBefore`; resolves how many it deleted. Deletes in bounded batches (each a short command),
+   * as many as it takes. A cron tick's job younger than a day (and an hour) is kept: it is what keeps that tick from
+   * running twice.
+   * @throws InvalidOptionError for a status that is not `completed`, `dead`, `failed` or `cancelled` (a pending or
+   * running job is never purged), an empty name, or an invalid date; nothing is deleted.
+   * @example await jobs.purge({ status: 'dead', name: 'email.send', finishedBefore: new Date(Date.now() - 86_400_000) });
+   */
+  async purge(options: PurgeOptions): Promise<number> {
+    const filter = resolvePurgeFilter(options);
+    let deleted = 0;
+    for (;;) {
+      const batch = await this.repository.deleteFinished(filter, now(), SWEEP_BATCH_SIZE);
+      deleted += batch.deleted;
+      if (batch.found < SWEEP_BATCH_SIZE) return deleted;
     }
   }
 

@@ -8,6 +8,7 @@ import type { ResolvedJobsOptions } from '../jobs.options';
 import { classifyWriteError, isDocumentUpdateError } from '../persistence/database-errors';
 import type { JobDocument } from '../persistence/job.schema';
 import { type ClaimScope, type ClaimSource, JobsRepository } from '../persistence/jobs.repository';
+import { JobRetention } from '../retention/job-retention.service';
 import type { ClaimedJob } from '../types/claimed-job';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
@@ -57,6 +58,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly events: JobEvents,
     private readonly registry: JobHandlerRegistry,
+    private readonly retention: JobRetention,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
   }
@@ -171,7 +173,7 @@ export class JobClaimService implements OnApplicationBootstrap {
   /** False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. */
   private async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
-    if (await this.repository.deadLetter(doc._id, lockId, at)) {
+    if (await this.repository.deadLetter(doc._id, lockId, at, this.retention.expiresAt('dead', doc, at))) {
       const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
       this.events.emit('dead', about, doc.lastError ?? 'Lease expired');
     }
@@ -283,7 +285,8 @@ export class JobClaimService implements OnApplicationBootstrap {
     const jobId = row._id.toHexString();
     const reason = `Job could not be ${source === 'pending' ? 'claimed' : 'reclaimed'}: the server rejected the update as stored (${cause})`;
     try {
-      if (!(await this.repository.setAside(row._id, source, reason, at))) return null;
+      const expiresAt = this.retention.expiresAt('failed', row, at);
+      if (!(await this.repository.setAside(row._id, source, reason, at, expiresAt))) return null;
     } catch (error) {
       if (classifyWriteError(error) !== 'permanent') throw error;
       this.setAsideIds.add(row._id);

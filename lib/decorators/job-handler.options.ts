@@ -1,4 +1,4 @@
-import type { BackoffOptions } from '../jobs.options';
+import type { BackoffOptions, HandlerRetentionOptions } from '../jobs.options';
 
 /** Per-handler options of `@JobHandler(name, options)`; unset ones fall back to the module's. */
 export interface JobHandlerOptions {
@@ -22,6 +22,11 @@ export interface JobHandlerOptions {
   cron?: string;
   /** IANA time zone the cron expression is read in. @default UTC */
   timeZone?: string;
+  /**
+   * How long this name's finished jobs are kept (ms per final status, the module's where unset); `false` keeps them
+   * for good. Applies to the jobs this process finishes (or cancels). @default module `retention`
+   */
+  retention?: HandlerRetentionOptions | false;
 }
 
 /** What the decorator stores. */

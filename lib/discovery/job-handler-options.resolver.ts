@@ -4,6 +4,7 @@ import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-ha
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import { resolveHandlerRetention } from '../retention/retention.resolver';
 import { parseCron } from '../schedule/cron-fields';
 import { CronSchedule } from '../schedule/cron-schedule';
 import type { BoundJobHandler, RegisteredJobHandler } from '../types/registered-job-handler';
@@ -52,6 +53,7 @@ export function resolveJobHandler(
     timeoutMs:
       options.timeoutMs === undefined ? undefined : duration(option('timeoutMs'), options.timeoutMs, MAX_TIMER_MS),
     schedule: resolveSchedule(options, option),
+    retention: resolveHandlerRetention(option('retention'), options.retention, moduleOptions.retention.periods),
   };
 }
 

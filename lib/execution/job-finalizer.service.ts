@@ -3,6 +3,7 @@ import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
 import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import { JobsRepository } from '../persistence/jobs.repository';
+import { JobRetention } from '../retention/job-retention.service';
 import type { ClaimedJob } from '../types/claimed-job';
 import { backoffDelayMs } from '../utils/backoff';
 import { addMs, now } from '../utils/clock';
@@ -19,6 +20,7 @@ export class JobFinalizer {
   constructor(
     private readonly repository: JobsRepository,
     private readonly events: JobEvents,
+    private readonly retention: JobRetention,
   ) {}
 
   /**
@@ -43,23 +45,28 @@ export class JobFinalizer {
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
     switch (outcome.kind) {
-      case 'succeeded':
+      case 'succeeded': {
         transition = 'completed';
+        const expiresAt = this.retention.expiresAt('completed', doc, at);
         result = await persist(() =>
           this.repository.complete(doc._id, lockId, at, {
             result: outcome.result,
             progress: execution.lastProgress,
+            expiresAt,
           }),
         );
         onWritten = () => this.events.emit('completed', about);
         break;
+      }
       case 'failed': {
         const { message, errorClass, stack } = errorInfo(outcome.error);
         const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
         const attemptsAfter = doc.attemptCount + 1;
         const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
         const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
-        const next = exhausted ? ({ status: 'dead' } as const) : ({ status: 'pending', runAt } as const);
+        const next = exhausted
+          ? ({ status: 'dead', expiresAt: this.retention.expiresAt('dead', doc, at) } as const)
+          : ({ status: 'pending', runAt } as const);
         transition = next.status;
         this.logger.warn(
           `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
@@ -128,7 +135,11 @@ export class JobFinalizer {
   /** A claimed row this worker cannot run as stored (malformed fields): `failed` with the reason, if writable. */
   async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<void> {
     this.logger.error(`Job ${jobId} cannot run as stored: ${reason}; marked failed`);
-    if (await this.repository.markFailed(claim.doc._id, claim.lockId, `Cannot run as stored: ${reason}`, now())) {
+    const at = now();
+    const expiresAt = this.retention.expiresAt('failed', claim.doc, at);
+    if (
+      await this.repository.markFailed(claim.doc._id, claim.lockId, `Cannot run as stored: ${reason}`, at, expiresAt)
+    ) {
       this.events.emit('failed', { jobId, name: String(claim.doc.name), attempt: 0 }, reason);
     }
   }
@@ -148,8 +159,10 @@ export class JobFinalizer {
     const why = errorInfo(refusal).message;
     const reason = `The outcome (${transition}) could not be stored: ${why}`;
     this.logger.error(`Job ${execution.jobId} (${doc.name}): ${reason}; dead-lettered`);
+    const at = now();
+    const expiresAt = this.retention.expiresAt('dead', doc, at);
     const result = await persistOutcome(
-      () => this.repository.deadLetterUnstorable(doc._id, lockId, reason, now()),
+      () => this.repository.deadLetterUnstorable(doc._id, lockId, reason, at, expiresAt),
       execution.lease,
       execution.handler.leaseMs,
       deadline,

@@ -24,6 +24,8 @@ export interface JobDocument {
   dedupeScope?: string;
   /** `cron:<name>:<tick ISO>` of a scheduled job; unlike dedupeScope never unset, so a tick runs once. */
   scheduleKey?: string;
+  /** Set by the write that finishes the job, from its retention; the sweeper deletes the row after it. */
+  expiresAt?: Date;
   createdAt: Date;
   updatedAt: Date;
   startedAt?: Date;
@@ -53,6 +55,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       dedupeKey: String,
       dedupeScope: String,
       scheduleKey: String,
+      expiresAt: Date,
       createdAt: Date,
       updatedAt: Date,
       startedAt: Date,
@@ -71,6 +74,8 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   uniqueSparse(schema, DEDUPE_SCOPE_INDEX);
   // One job per schedule tick, forever: the key is never unset.
   uniqueSparse(schema, SCHEDULE_INDEX);
+  // Retention sweep: finished rows by expiry, oldest first. Sparse: only finished rows carry one.
+  schema.index({ expiresAt: 1 }, { name: 'retention', sparse: true });
   return schema;
 }
 
@@ -98,6 +103,7 @@ export function toJobRecord<TPayload = unknown>(
     lockedUntil: doc.lockedUntil ?? null,
     fencingToken: doc.fencingToken ?? 0,
     dedupeKey: doc.dedupeKey ?? null,
+    expiresAt: doc.expiresAt ?? null,
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,
     startedAt: doc.startedAt ?? null,

@@ -3,6 +3,11 @@ export type JobStatus = 'pending' | 'running' | 'completed' | 'dead' | 'failed' 
 
 export const JOB_STATUSES: readonly JobStatus[] = ['pending', 'running', 'completed', 'dead', 'failed', 'cancelled'];
 
+/** The statuses a job ends in: only rows in one of them are ever deleted (retention, `purge`). */
+export type FinishedStatus = Exclude<JobStatus, 'pending' | 'running'>;
+
+export const FINISHED_STATUSES: readonly FinishedStatus[] = ['completed', 'dead', 'failed', 'cancelled'];
+
 /** One finished-without-success attempt. Error text is bounded (a few KB); longer text ends with `… [truncated, …]`. */
 export interface JobAttempt {
   at: Date;
@@ -50,6 +55,8 @@ export interface JobRecord<TPayload = unknown> {
   fencingToken: number;
   /** The key given at enqueue; kept after the job finishes (it only dedupes while the job is pending or running). */
   dedupeKey: string | null;
+  /** When a finished job becomes due for deletion (its retention); null while it runs, or when it is kept. */
+  expiresAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;

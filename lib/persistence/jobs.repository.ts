@@ -3,12 +3,14 @@ import { type Model, mongo, type Types } from 'mongoose';
 import { RetryContendedError } from '../errors/retry-contended.error';
 import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
 import { DEDUPE_WRITE_TRIES, JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window';
 import type { NewJobDocument } from '../types/new-job-document';
+import { addMs } from '../utils/clock';
 import { dedupeScope } from './dedupe-scope';
 import { clashedIndex, codeOf, DUPLICATE_KEY, duplicateKeyErrorsOnly, isClashOn } from './duplicate-key';
 import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
-import type { JobAttempt, JobProgress, JobStatus } from './job.types';
+import { FINISHED_STATUSES, type FinishedStatus, type JobAttempt, type JobProgress, type JobStatus } from './job.types';
 
 /** Fields that only mean something while a job is `running`. */
 const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
@@ -253,10 +255,16 @@ export class JobsRepository {
    * the update that failed was an `$inc`/`$push` on a malformed field. False when the row no longer matches the
    * search that found it.
    */
-  async setAside(id: Types.ObjectId, source: ClaimSource, reason: string, now: Date): Promise<boolean> {
+  async setAside(
+    id: Types.ObjectId,
+    source: ClaimSource,
+    reason: string,
+    now: Date,
+    expiresAt?: Date,
+  ): Promise<boolean> {
     const result = await this.collection.updateOne(
       { _id: id, ...CLAIM_SOURCES[source].filter(now) },
-      failedUpdate(reason, now),
+      failedUpdate(reason, now, expiresAt),
     );
     return result.matchedCount === 1;
   }
@@ -315,13 +323,14 @@ export class JobsRepository {
 
   /**
    * Marks the job completed with the handler's result (none when `undefined`) and the progress it set last (left as
-   * it is when it set none), in the one owner-fenced write: nothing is written unless all of it is.
+   * it is when it set none), in the one owner-fenced write: nothing is written unless all of it is. `expiresAt` (here
+   * and in every write that finishes a job): its retention's stamp, none when it is kept.
    */
   complete(
     id: Types.ObjectId,
     lockId: string,
     now: Date,
-    { result, progress }: { result?: unknown; progress?: JobProgress } = {},
+    { result, progress, expiresAt }: { result?: unknown; progress?: JobProgress; expiresAt?: Date } = {},
   ): Promise<boolean> {
     return this.updateOwned(
       id,
@@ -333,6 +342,7 @@ export class JobsRepository {
           updatedAt: now,
           ...(result === undefined ? {} : { result }),
           ...(progress === undefined ? {} : { progress }),
+          ...expiry(expiresAt),
         },
         $unset: { ...RELEASED_FIELDS, lastError: '' },
       },
@@ -345,7 +355,7 @@ export class JobsRepository {
     id: Types.ObjectId,
     lockId: string,
     attempt: JobAttempt,
-    next: { status: 'pending'; runAt: Date } | { status: 'dead' },
+    next: { status: 'pending'; runAt: Date } | { status: 'dead'; expiresAt?: Date },
   ): Promise<boolean> {
     const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } };
     const common = { lastError: attempt.error, updatedAt: attempt.at };
@@ -360,7 +370,7 @@ export class JobsRepository {
             $push: history,
           }
         : {
-            $set: { ...common, status: 'dead', finishedAt: attempt.at },
+            $set: { ...common, status: 'dead', finishedAt: attempt.at, ...expiry(next.expiresAt) },
             $unset: RELEASED_FIELDS,
             $inc: { attemptCount: 1 },
             $push: history,
@@ -369,9 +379,9 @@ export class JobsRepository {
   }
 
   /** Dead-letters a job this lock owns without recording another attempt (the reclaim already did). */
-  deadLetter(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
+  deadLetter(id: Types.ObjectId, lockId: string, now: Date, expiresAt?: Date): Promise<boolean> {
     return this.updateOwned(id, lockId, {
-      $set: { status: 'dead', finishedAt: now, updatedAt: now },
+      $set: { status: 'dead', finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
       $unset: RELEASED_FIELDS,
     });
   }
@@ -380,9 +390,15 @@ export class JobsRepository {
    * Dead-letters a job whose outcome write the server refused for good: only small, fixed fields are written
    * (no attempt pushed, no counter incremented), so the refused part cannot be refused again.
    */
-  deadLetterUnstorable(id: Types.ObjectId, lockId: string, reason: string, now: Date): Promise<boolean> {
+  deadLetterUnstorable(
+    id: Types.ObjectId,
+    lockId: string,
+    reason: string,
+    now: Date,
+    expiresAt?: Date,
+  ): Promise<boolean> {
     return this.updateOwned(id, lockId, {
-      $set: { status: 'dead', lastError: reason, finishedAt: now, updatedAt: now },
+      $set: { status: 'dead', lastError: reason, finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
       $unset: RELEASED_FIELDS,
     });
   }
@@ -396,8 +412,8 @@ export class JobsRepository {
   }
 
   /** Moves a job this lock owns to `failed`: it cannot run as stored (the claim gave back a row no handler accepts). */
-  markFailed(id: Types.ObjectId, lockId: string, reason: string, now: Date): Promise<boolean> {
-    return this.updateOwned(id, lockId, failedUpdate(reason, now));
+  markFailed(id: Types.ObjectId, lockId: string, reason: string, now: Date, expiresAt?: Date): Promise<boolean> {
+    return this.updateOwned(id, lockId, failedUpdate(reason, now, expiresAt));
   }
 
   /**
@@ -405,10 +421,13 @@ export class JobsRepository {
    * no cancellable state. `lockedUntil` stays: a running job's owner elsewhere learns of the cancel only at its next
    * renewal and may run until that deadline, so `retry` makes the job due no earlier.
    */
-  cancel(id: Types.ObjectId, now: Date): Promise<JobDocument | null> {
+  cancel(id: Types.ObjectId, now: Date, expiresAt?: Date): Promise<JobDocument | null> {
     return this.collection.findOneAndUpdate(
       { _id: id, status: { $in: LIVE } },
-      { $set: { status: 'cancelled', finishedAt: now, updatedAt: now }, $unset: CANCELLED_FIELDS },
+      {
+        $set: { status: 'cancelled', finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
+        $unset: CANCELLED_FIELDS,
+      },
       { returnDocument: 'after' },
     );
   }
@@ -435,7 +454,8 @@ export class JobsRepository {
           },
           {
             $set: { status: 'pending', runAt, attemptCount: 0, updatedAt: now, ...(scope && { dedupeScope: scope }) },
-            $unset: { ...LOCK_FIELDS, finishedAt: '' },
+            // A pending job never carries an expiry: the sweeper must not delete it.
+            $unset: { ...LOCK_FIELDS, finishedAt: '', expiresAt: '' },
           },
           { returnDocument: 'after' },
         );
@@ -449,6 +469,54 @@ export class JobsRepository {
       }
     }
     throw new RetryContendedError(id.toHexString(), DEDUPE_WRITE_TRIES);
+  }
+
+  /** What `cancel` needs to know of a row before its write: its name and tick (for the expiry to stamp). */
+  findCancelSubject(id: Types.ObjectId): Promise<Pick<JobDocument, '_id' | 'name' | 'scheduleKey' | 'runAt'> | null> {
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'name' | 'scheduleKey' | 'runAt'>>(
+      { _id: id },
+      { projection: { name: 1, scheduleKey: 1, runAt: 1 } },
+    );
+  }
+
+  /**
+   * Deletes up to `limit` finished rows whose expiry has passed, oldest expiry first (read by the `retention` index),
+   * never a cron tick's row within `CRON_TICK_KEEP_MS` of its tick. The delete repeats the read's filter, so a row
+   * retried in between stays; several processes deleting at once only find fewer rows. `found` < `limit`: no more.
+   */
+  async deleteExpired(now: Date, limit: number): Promise<DeleteBatch> {
+    return this.deleteBatch(
+      { expiresAt: { $lte: now }, status: { $in: [...FINISHED_STATUSES] }, ...ticksPastKeep(now) },
+      { expiresAt: 1 },
+      limit,
+    );
+  }
+
+  /** `deleteExpired` for `purge`: up to `limit` rows of one finished status (and name, finished before a date). */
+  async deleteFinished(filter: PurgeFilter, now: Date, limit: number): Promise<DeleteBatch> {
+    return this.deleteBatch(
+      {
+        status: filter.status,
+        ...(filter.name !== undefined && { name: filter.name }),
+        ...(filter.finishedBefore !== undefined && { finishedAt: { $lt: filter.finishedBefore } }),
+        ...ticksPastKeep(now),
+      },
+      // No sort: one on _id could walk the _id index over the whole collection instead of the status prefix.
+      undefined,
+      limit,
+    );
+  }
+
+  /** Reads ids then deletes by them: a bounded delete (deleteMany takes no limit) that holds the server briefly. */
+  private async deleteBatch(
+    filter: mongo.Filter<JobDocument>,
+    sort: mongo.Sort | undefined,
+    limit: number,
+  ): Promise<DeleteBatch> {
+    const rows = await this.collection.find(filter, { projection: { _id: 1 }, sort, limit }).toArray();
+    if (rows.length === 0) return { found: 0, deleted: 0 };
+    const result = await this.collection.deleteMany({ ...filter, _id: { $in: rows.map((row) => row._id) } });
+    return { found: rows.length, deleted: result.deletedCount };
   }
 
   async countByStatus(): Promise<Map<JobStatus, number>> {
@@ -591,8 +659,37 @@ function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
 }
 
 /** A row that cannot run as stored: failed, with the reason, its lease and dedupe scope released. */
-function failedUpdate(reason: string, now: Date): mongo.UpdateFilter<JobDocument> {
-  return { $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now }, $unset: RELEASED_FIELDS };
+function failedUpdate(reason: string, now: Date, expiresAt?: Date): mongo.UpdateFilter<JobDocument> {
+  return {
+    $set: { status: 'failed', lastError: reason, finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
+    $unset: RELEASED_FIELDS,
+  };
+}
+
+/** The `$set` part of a finishing write's retention stamp. */
+function expiry(expiresAt?: Date): { expiresAt?: Date } {
+  return expiresAt === undefined ? {} : { expiresAt };
+}
+
+/**
+ * Rows that are not a cron tick's, or whose tick is past `CRON_TICK_KEEP_MS`: until then a tick's row is what keeps
+ * the tick exactly-once. `runAt` is never before the tick (see `expiryOf`), and is a field every row has.
+ */
+function ticksPastKeep(now: Date): mongo.Filter<JobDocument> {
+  return { $or: [{ scheduleKey: { $exists: false } }, { runAt: { $lt: addMs(now, -CRON_TICK_KEEP_MS) } }] };
+}
+
+/** What `purge` deletes: rows of one finished status, optionally of one name and finished before a date. */
+export interface PurgeFilter {
+  status: FinishedStatus;
+  name?: string;
+  finishedBefore?: Date;
+}
+
+/** One bounded delete: rows found by its read, and how many of them it deleted (others may have been first). */
+export interface DeleteBatch {
+  found: number;
+  deleted: number;
 }
 
 function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {

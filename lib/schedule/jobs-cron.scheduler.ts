@@ -15,8 +15,10 @@ import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
+import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from './catch-up-window';
 import type { CronSchedule } from './cron-schedule';
 import { CronTicker } from './cron-ticker';
+import { HOUR_MS } from './time-units';
 import { ZonedCronTime } from './zoned-cron-time';
 
 /**
@@ -24,7 +26,8 @@ import { ZonedCronTime } from './zoned-cron-time';
  * insert that tick's job under `cron:<name>:<tick ISO>` (a unique key that is never released; `JobEnqueuer`), so at
  * most one job exists per tick, however many instances run and however late one of them fires. Ticks follow `CronSchedule`'s
  * clock-change rules. A fire that comes after several ticks fell due enqueues the latest and logs the rest: a tick
- * that no instance fired has no job. Schedules were validated when the handlers were registered.
+ * that no instance fired has no job. A tick older than `CRON_CATCH_UP_WINDOW_MS` is never enqueued (its row may be
+ * gone already, and with it the proof that it ran). Schedules were validated when the handlers were registered.
  */
 @Injectable()
 export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -65,10 +68,18 @@ export class JobsCronScheduler implements OnApplicationBootstrap, BeforeApplicat
   }
 
   /**
-   * Enqueues the job of one tick unless it exists already. Resolves true when this call created it.
-   * Public so a late or repeated tick can be replayed (tests, catch-up tooling).
+   * Enqueues the job of one tick unless it exists already, or the tick is older than the catch-up window (logged).
+   * Resolves true when this call created it. Public so a late or repeated tick can be replayed (tests, catch-up
+   * tooling).
    */
-  enqueueTick(handler: RegisteredJobHandler, tick: Date): Promise<boolean> {
+  async enqueueTick(handler: RegisteredJobHandler, tick: Date): Promise<boolean> {
+    if (isPastCatchUpWindow(tick, now())) {
+      this.logger.warn(
+        `${handler.name}: not enqueueing the tick of ${tick.toISOString()}: it is older than the catch-up window ` +
+          `(${CRON_CATCH_UP_WINDOW_MS / HOUR_MS} h)`,
+      );
+      return false;
+    }
     return this.enqueuer.enqueueTick(handler.name, tick);
   }
 

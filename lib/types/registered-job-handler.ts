@@ -1,4 +1,4 @@
-import type { BackoffOptions } from '../jobs.options';
+import type { BackoffOptions, RetentionPeriods } from '../jobs.options';
 import type { CronSchedule } from '../schedule/cron-schedule';
 import type { JobExecutionContext } from './job-execution-context';
 
@@ -18,4 +18,6 @@ export interface RegisteredJobHandler {
   timeoutMs: number | undefined;
   /** Schedule, when `cron` was given: parsed, and known to match some date. */
   schedule: CronSchedule | undefined;
+  /** This name's own retention, merged over the module's; undefined: the module's. */
+  retention: RetentionPeriods | undefined;
 }

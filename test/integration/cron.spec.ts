@@ -28,6 +28,12 @@ class NightlyNewYork {
 }
 
 @Injectable()
+class Monthly {
+  @JobHandler('monthly', { cron: '0 0 1 * *' })
+  run() {}
+}
+
+@Injectable()
 class EverySecondUtc {
   @JobHandler('stalled', { cron: '* * * * * *' })
   run() {}
@@ -203,6 +209,24 @@ describe('cron handlers', () => {
       (await app.connection.collection('jobs').find({ name: 'stalled' }).toArray()).map((row) => row.scheduleKey);
     await waitFor(async () => (await keys()).length > 0, 'the latest tick');
     expect(await keys()).toEqual(['cron:stalled:2026-01-01T10:00:03.000Z']);
+  });
+
+  it('skips and logs a due tick older than the catch-up window (a process suspended for weeks)', async () => {
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    const stopClock = (iso: string) => {
+      const at = Date.parse(iso);
+      Settings.now = () => at;
+    };
+    stopClock('2025-12-31T23:00:00Z');
+    const app = await start(uniqueDatabaseName('cron_too_old'), 'a', [Monthly]);
+    // The 2026-01-01 tick fell due while the process was suspended; it wakes three weeks later.
+    stopClock('2026-01-22T00:00:00Z');
+    await app.get(SchedulerRegistry).getCronJob('nestjs-mongo-jobs:monthly').fireOnTick();
+    const message = String(warn.mock.calls.find(([m]) => String(m).includes('catch-up window'))?.[0]);
+    expect(message).toBe(
+      'monthly: not enqueueing the tick of 2026-01-01T00:00:00.000Z: it is older than the catch-up window (24 h)',
+    );
+    expect(await app.connection.collection('jobs').countDocuments({ name: 'monthly' })).toBe(0);
   });
 
   it('fails bootstrap on one bad schedule before any schedule is registered or started', async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionError } from '../../lib';
+import { resolveJobHandler } from '../../lib/discovery/job-handler-options.resolver';
 import { resolveJobsOptions } from '../../lib/jobs-options.resolver';
 import { heartbeatIntervalFor } from '../../lib/lease/lease-heartbeat.service';
 
@@ -36,6 +37,43 @@ describe('resolveJobsOptions', () => {
   });
 });
 
+describe('retention options', () => {
+  const DAY_MS = 86_400_000;
+
+  it('keeps completed jobs 7 days and the other finished ones 30, sweeping every minute, by default', () => {
+    expect(resolveJobsOptions({}).retention).toEqual({
+      periods: { completed: 7 * DAY_MS, dead: 30 * DAY_MS, failed: 30 * DAY_MS, cancelled: 30 * DAY_MS },
+      sweepIntervalMs: 60_000,
+    });
+  });
+
+  it('merges given periods over the defaults; false keeps every finished job', () => {
+    expect(resolveJobsOptions({ retention: { completed: 200, sweepIntervalMs: 100 } }).retention).toEqual({
+      periods: { completed: 200, dead: 30 * DAY_MS, failed: 30 * DAY_MS, cancelled: 30 * DAY_MS },
+      sweepIntervalMs: 100,
+    });
+    expect(resolveJobsOptions({ retention: false }).retention.periods).toEqual({
+      completed: null,
+      dead: null,
+      failed: null,
+      cancelled: null,
+    });
+  });
+
+  it.each([
+    [{ retention: true as unknown as false }, 'retention'],
+    [{ retention: { completed: 0 } }, 'retention.completed'],
+    [{ retention: { dead: -1 } }, 'retention.dead'],
+    [{ retention: { failed: Number.NaN } }, 'retention.failed'],
+    [{ retention: { cancelled: '1d' as unknown as number } }, 'retention.cancelled'],
+    [{ retention: { sweepIntervalMs: 2 ** 31 } }, 'retention.sweepIntervalMs'],
+    [{ retention: { complete: 5 } as never }, 'retention.complete'],
+  ])('rejects %j naming %s', (options, option) => {
+    expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
+    expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);
+  });
+});
+
 describe("heartbeatIntervalFor (a handler's lease against the module's)", () => {
   const module = { leaseMs: 30_000, heartbeatIntervalMs: 5_000 };
 
@@ -45,5 +83,31 @@ describe("heartbeatIntervalFor (a handler's lease against the module's)", () => 
 
   it('renews a longer handler lease at a third of it', () => {
     expect(heartbeatIntervalFor(90_000, module)).toBe(30_000);
+  });
+});
+
+describe("a handler's retention against the module's", () => {
+  const resolve = (retention: unknown, moduleOptions = resolveJobsOptions({ retention: { completed: 1_000 } })) =>
+    resolveJobHandler({ name: 'x', options: { retention } as never }, () => undefined, 'X.x', moduleOptions).retention;
+
+  it("follows the module's when unset, and overrides it status by status when given", () => {
+    expect(resolve(undefined)).toBeUndefined();
+    expect(resolve({ dead: 5 })).toEqual({
+      completed: 1_000,
+      dead: 5,
+      failed: 2_592_000_000,
+      cancelled: 2_592_000_000,
+    });
+    expect(resolve(false)).toEqual({ completed: null, dead: null, failed: null, cancelled: null });
+    expect(resolve({ completed: 5 }, resolveJobsOptions({ retention: false }))).toEqual({
+      completed: 5,
+      dead: null,
+      failed: null,
+      cancelled: null,
+    });
+  });
+
+  it.each([[{ completed: 0 }], [{ sweepIntervalMs: 5 }], [true]])('rejects %j naming the handler', (retention) => {
+    expect(() => resolve(retention)).toThrow("Invalid option @JobHandler('x').retention");
   });
 });
