@@ -187,7 +187,8 @@ export class JobsService {
    * as many as it takes. A cron tick's job younger than a day (and an hour) is kept: it is what keeps that tick from
    * running twice.
    * @throws InvalidOptionError for a status that is not `completed`, `dead`, `failed` or `cancelled` (a pending or
-   * running job is never purged), an empty name, or an invalid date; nothing is deleted.
+   * running job is never purged), an empty name, an invalid date, or an option it does not know (a misspelt key would
+   * otherwise widen the deletion); nothing is deleted.
    * @example await jobs.purge({ status: 'dead', name: 'email.send', finishedBefore: new Date(Date.now() - 86_400_000) });
    */
   async purge(options: PurgeOptions): Promise<number> {

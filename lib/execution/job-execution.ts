@@ -84,14 +84,16 @@ export class JobExecution {
         return renewal;
       },
       updateProgress: (value: JobProgress) => {
+        let write: Promise<void>;
         try {
           assertValidProgress(value);
+          execution.lastProgress = value;
+          write = lease.updateProgress(value);
         } catch (error) {
-          return Promise.reject(error);
+          write = Promise.reject(error);
         }
-        execution.lastProgress = value;
-        const write = lease.updateProgress(value);
-        write.catch(() => undefined); // as extendLockTime: fire-and-forget must not crash the process
+        // As extendLockTime: a caller who fires and forgets (an invalid value included) must not crash the process.
+        write.catch(() => undefined);
         return write;
       },
     };

@@ -14,10 +14,18 @@ export interface PurgeOptions {
   finishedBefore?: Date;
 }
 
+const PURGE_OPTION_KEYS: readonly string[] = ['status', 'name', 'finishedBefore'];
+
 /** Checks `purge`'s options before anything is deleted. */
 export function resolvePurgeFilter(options: PurgeOptions): PurgeFilter {
   if (options === null || typeof options !== 'object') {
     throw new InvalidOptionError('options', options, 'must be an object');
+  }
+  // A misspelt key (`before`, `names`) would otherwise be ignored, and purge far more than was asked.
+  const unknown = Object.keys(options).find((key) => !PURGE_OPTION_KEYS.includes(key));
+  if (unknown !== undefined) {
+    const given = (options as unknown as Record<string, unknown>)[unknown];
+    throw new InvalidOptionError(unknown, given, `is not a purge option (${PURGE_OPTION_KEYS.join(', ')})`);
   }
   const { status, name, finishedBefore } = options;
   if (!FINISHED_STATUSES.includes(status)) {

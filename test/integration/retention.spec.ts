@@ -221,6 +221,22 @@ describe('retention: false', () => {
     );
     expect(await row(app, pending.id)).not.toBeNull();
   });
+
+  it('refuses a misspelt or malformed purge option rather than purging more than asked, deleting nothing', async () => {
+    const done = await app.jobs.enqueue('quick', null);
+    await waitFor(statusIs(app, done.id, 'completed'), 'completion');
+    const misspelt = [
+      { status: 'completed', before: new Date(0) },
+      { status: 'completed', names: 'other' },
+      { status: ['completed', 'dead'] },
+      { status: 'completed', name: { $ne: 'other' } },
+      { status: 'completed', finishedBefore: Date.now() },
+    ];
+    for (const options of misspelt) {
+      await expect(app.jobs.purge(options as never)).rejects.toThrow(InvalidOptionError);
+    }
+    expect(await row(app, done.id)).not.toBeNull();
+  });
 });
 
 describe('several processes sweeping one collection', () => {
