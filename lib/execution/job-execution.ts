@@ -8,7 +8,7 @@ import type { ClaimedJob } from '../types/claimed-job';
 import type { JobExecutionContext } from '../types/job-execution-context';
 import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { decodePayload } from '../utils/payload-codec';
-import { assertValidProgress } from '../utils/progress-validator';
+import { progressSnapshot } from '../utils/progress-validator';
 import { raceTimeout } from '../utils/race-timeout';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
@@ -86,9 +86,9 @@ export class JobExecution {
       updateProgress: (value: JobProgress) => {
         let write: Promise<void>;
         try {
-          assertValidProgress(value);
-          execution.lastProgress = value;
-          write = lease.updateProgress(value);
+          const snapshot = progressSnapshot(value);
+          execution.lastProgress = snapshot;
+          write = lease.updateProgress(snapshot);
         } catch (error) {
           write = Promise.reject(error);
         }

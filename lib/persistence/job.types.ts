@@ -68,8 +68,8 @@ export interface JobRecord<TPayload = unknown> {
   result: unknown;
   /**
    * The last value the handler passed to `ctx.updateProgress` that was written: updated while it runs (coalesced, at
-   * most one write in flight), and on a completed job the value set last before the handler returned. Kept across
-   * attempts until the next attempt sets its own. `null` when never set.
+   * most one write in flight), and on a completed job the value its last attempt set last before the handler returned
+   * (`null` when that attempt set none). A retry shows the previous attempt's value until it sets its own.
    */
   progress: JobProgress | null;
 }

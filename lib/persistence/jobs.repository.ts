@@ -322,8 +322,8 @@ export class JobsRepository {
   }
 
   /**
-   * Marks the job completed with the handler's result (none when `undefined`) and the progress it set last (left as
-   * it is when it set none), in the one owner-fenced write: nothing is written unless all of it is. `expiresAt` (here
+   * Marks the job completed with the handler's result (none when `undefined`) and the progress this attempt set last
+   * (none when it set none), in the one owner-fenced write: nothing is written unless all of it is. `expiresAt` (here
    * and in every write that finishes a job): its retention's stamp, none when it is kept.
    */
   complete(
@@ -344,7 +344,8 @@ export class JobsRepository {
           ...(progress === undefined ? {} : { progress }),
           ...expiry(expiresAt),
         },
-        $unset: { ...RELEASED_FIELDS, lastError: '' },
+        // No progress from this attempt: an earlier attempt's value must not pass for this one's.
+        $unset: { ...RELEASED_FIELDS, lastError: '', ...(progress === undefined ? { progress: '' } : {}) },
       },
       USER_VALUE_OPTIONS,
     );

@@ -23,6 +23,17 @@ export function assertValidProgress(value: unknown): asserts value is JobProgres
   }
 }
 
+/**
+ * A valid progress value as it is now: an object is copied through BSON, so what the handler does to it after
+ * passing it changes neither what is written nor what the checks allowed.
+ * @throws InvalidProgressError as `assertValidProgress`.
+ */
+export function progressSnapshot(value: unknown): JobProgress {
+  assertValidProgress(value);
+  if (typeof value === 'number') return value;
+  return mongo.BSON.deserialize(mongo.BSON.serialize(value, { ignoreUndefined: true })) as JobProgress;
+}
+
 function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';

@@ -81,6 +81,22 @@ class ResultHandlers {
     return 'done';
   }
 
+  @JobHandler('progress.retried', { backoff: { baseMs: 1, maxMs: 1 } })
+  async retried(_payload: unknown, ctx: JobExecutionContext) {
+    if (ctx.attempt > 1) return 'second attempt sets no progress';
+    await ctx.updateProgress({ stage: 'first attempt' });
+    throw new Error('first attempt fails');
+  }
+
+  @JobHandler('progress.mutated')
+  mutated(_payload: unknown, ctx: JobExecutionContext) {
+    const value: Record<string, unknown> = { stage: 'as passed' };
+    void ctx.updateProgress(value);
+    // Changing the object after passing it changes nothing stored: the value was taken when it was passed.
+    Object.assign(value, { stage: 'changed later', big: 'x'.repeat(8_000) });
+    return 'done';
+  }
+
   @JobHandler('progress.invalid')
   async invalid(_payload: unknown, ctx: JobExecutionContext) {
     progressOutcomes.set(
@@ -264,6 +280,24 @@ describe('results, waiting and progress', () => {
         status: 'completed',
         progress: 100,
       });
+    });
+
+    it("shows this attempt's progress only: a retried job that sets none completes without the earlier value", async () => {
+      const job = await app.jobs.enqueue('progress.retried', {});
+      await expect(app.jobs.waitUntilFinished(job.id, { timeoutMs: 10_000 })).resolves.toMatchObject({
+        status: 'completed',
+        attemptCount: 1,
+        progress: null,
+      });
+    });
+
+    it('stores the value as it was when passed, whatever the handler does to the object afterwards', async () => {
+      const job = await app.jobs.enqueue('progress.mutated', {});
+      await expect(app.jobs.waitUntilFinished(job.id, { timeoutMs: 10_000 })).resolves.toMatchObject({
+        status: 'completed',
+        progress: { stage: 'as passed' },
+      });
+      expect((await raw(job.id))?.progress).toEqual({ stage: 'as passed' });
     });
 
     it('rejects an invalid value with InvalidProgressError and writes nothing', async () => {
