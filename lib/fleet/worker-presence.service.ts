@@ -24,12 +24,6 @@ import {
 import { WorkersRepository } from './workers.repository';
 
 /**
- * After the runner stopped, how long shutdown waits for a refresh under way and for the removal of the presence
- * document, together. Short: a document left behind only lingers in the fleet view for three refresh intervals.
- */
-const PRESENCE_REMOVAL_MS = 500;
-
-/**
  * In a worker process, keeps this process's presence document in `<collectionName>_workers` fresh: written at
  * bootstrap (without holding it up) and every refresh interval, removed at shutdown once the runner stopped. Every
  * tenth refresh also deletes documents of processes that died long ago. A failed refresh is logged; the next runs
@@ -69,7 +63,8 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
 
   /**
    * Removes the presence document once the runner stopped (it keeps refreshing while running jobs drain, so the
-   * worker stays listed meanwhile), waiting at most PRESENCE_REMOVAL_MS for the database.
+   * worker stays listed meanwhile), within the runner's deadline for shutdown writes: `close()` keeps its bound. A
+   * document left behind (database unreachable) is gone from the fleet view three refresh intervals later.
    */
   async beforeApplicationShutdown(): Promise<void> {
     if (!this.startedAt || this.stopped) return;
@@ -87,7 +82,7 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
           `Removing the presence of worker ${this.options.workerId} failed: ${errorInfo(error).message}`,
         ),
       ),
-      PRESENCE_REMOVAL_MS,
+      (this.runner.shutdownWritesDeadline() ?? Date.now()) - Date.now(),
       () => undefined,
     );
   }
