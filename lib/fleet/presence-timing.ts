@@ -13,8 +13,8 @@ export const CLEANUP_EVERY_REFRESHES = 10;
 export const CLEANUP_BATCH_SIZE = 100;
 
 /**
- * How often a worker refreshes its presence: every poll interval (floored), the clock of its health window
- * (3 × pollIntervalMs), so a worker is gone from the fleet view when its health check would call it stalled.
+ * How often a worker refreshes its presence: every poll interval (floored), so a dead process drops out of the
+ * fleet view within the window its health check uses (3 × pollIntervalMs).
  */
 export function presenceRefreshMs(pollIntervalMs: number): number {
   return Math.max(pollIntervalMs, MIN_REFRESH_MS);
