@@ -27,6 +27,7 @@ export { UnstorableResultError } from './errors/unstorable-result.error';
 export { WaitTimeoutError } from './errors/wait-timeout.error';
 export { WorkerShutdownError } from './errors/worker-shutdown.error';
 export type { JobEvent, JobEventType } from './events/job-event';
+export type { JobsWorker } from './fleet/jobs-worker';
 export { jobErrorMessage } from './http/job-error-message';
 export { jobErrorStatus } from './http/job-error-status';
 export { JobsExceptionFilter } from './http/jobs-exception.filter';

@@ -12,6 +12,8 @@ import { MongooseConnectionMissingError } from './errors/mongoose-connection-mis
 import { JobEvents } from './events/job-events';
 import { JobFinalizer } from './execution/job-finalizer.service';
 import { JobRunner } from './execution/job-runner.service';
+import { WorkerPresenceService } from './fleet/worker-presence.service';
+import { WorkersRepository } from './fleet/workers.repository';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants';
 import {
   ConfigurableJobsModule,
@@ -97,6 +99,8 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsWorkerMonitor,
     JobsCronScheduler,
     JobWaiter,
+    WorkersRepository,
+    WorkerPresenceService,
     JobsService,
   ];
   return {

@@ -11,6 +11,9 @@ import { JobCancelledError } from './errors/job-cancelled.error';
 import type { JobEvent } from './events/job-event';
 import { JobEvents } from './events/job-events';
 import { JobRunner } from './execution/job-runner.service';
+import type { JobsWorker } from './fleet/jobs-worker';
+import { toJobsWorker } from './fleet/worker-presence';
+import { WorkersRepository } from './fleet/workers.repository';
 import type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
@@ -53,6 +56,7 @@ export class JobsService {
     private readonly registry: JobHandlerRegistry,
     private readonly waiter: JobWaiter,
     private readonly retention: JobRetention,
+    private readonly workersRepository: WorkersRepository,
   ) {
     this.events$ = events.events$;
   }
@@ -217,6 +221,15 @@ export class JobsService {
    */
   workerStatus(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
     return this.monitor.status(options);
+  }
+
+  /**
+   * The live worker processes of the whole fleet (every process with `worker: true` on this collection, this one
+   * included), sorted by workerId: those whose presence refresh is at most three refresh intervals old. A process
+   * that shut down is gone at once; one that died, after three missed refreshes (see the README's "Fleet view").
+   */
+  async workers(): Promise<JobsWorker[]> {
+    return (await this.workersRepository.findLive(now())).map(toJobsWorker);
   }
 
   /**

@@ -88,6 +88,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     return this.shutdownDone;
   }
 
+  /** Epoch ms by which every shutdown write must be done (the bound `close()` keeps), once shutdown began. */
+  shutdownWritesDeadline(): number | undefined {
+    return this.shutdownDeadline;
+  }
+
   /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
   notifyEnqueued(): void {
     this.wakeup.wake();

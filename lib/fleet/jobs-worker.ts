@@ -1,0 +1,21 @@
+/**
+ * One live worker process of the fleet (every process with `worker: true` on the collection), as its last presence
+ * refresh described it. Never carries payloads.
+ */
+export interface JobsWorker {
+  /** The process's `workerId` option (the prefix of its jobs' `lockedBy`). */
+  workerId: string;
+  host: string;
+  pid: number;
+  /** When the process's worker started. */
+  startedAt: Date;
+  /** Its last presence refresh (its own clock). */
+  lastSeenAt: Date;
+  concurrency: number;
+  /** Job names its poll loop claims (`runOnly`, or every name with a handler there), sorted. */
+  names: string[];
+  /** Jobs it was running at `lastSeenAt`. */
+  running: number;
+  /** Version of nestjs-mongo-jobs it runs. */
+  version: string;
+}

@@ -1,0 +1,131 @@
+import { hostname } from 'node:os';
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+} from '@nestjs/common';
+import { JobClaimService } from '../claim/job-claim.service';
+import { JobRunner } from '../execution/job-runner.service';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
+import { addMs, now } from '../utils/clock';
+import { errorInfo } from '../utils/error-info';
+import { raceTimeout } from '../utils/race-timeout';
+import { LIBRARY_VERSION } from '../version';
+import {
+  CLEANUP_BATCH_SIZE,
+  CLEANUP_EVERY_REFRESHES,
+  MISSED_REFRESHES_DELETED,
+  MISSED_REFRESHES_GONE,
+  presenceRefreshMs,
+} from './presence-timing';
+import { WorkersRepository } from './workers.repository';
+
+/**
+ * In a worker process, keeps this process's presence document in `<collectionName>_workers` fresh: written at
+ * bootstrap (without holding it up) and every refresh interval, removed at shutdown once the runner stopped. Every
+ * tenth refresh also deletes documents of processes that died long ago. A failed refresh is logged; the next runs
+ * as planned.
+ */
+@Injectable()
+export class WorkerPresenceService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+  private readonly refreshMs: number;
+  private readonly host = hostname();
+  private startedAt: Date | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private refreshing: Promise<void> | undefined;
+  private refreshes = 0;
+  private failing = false;
+  private stopped = false;
+
+  constructor(
+    private readonly repository: WorkersRepository,
+    private readonly runner: JobRunner,
+    private readonly claims: JobClaimService,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {
+    this.refreshMs = presenceRefreshMs(options.pollIntervalMs);
+  }
+
+  /** Runs after the claim service's and the runner's (it depends on both): the names and the loop are set. */
+  onApplicationBootstrap(): void {
+    if (!this.options.worker || this.startedAt) return;
+    this.startedAt = now();
+    // Not awaited: a slow database must not hold up the app's bootstrap for a fleet view.
+    this.refresh();
+    this.timer = setInterval(() => this.refresh(), this.refreshMs);
+    // The presence alone must not keep the process alive.
+    this.timer.unref();
+  }
+
+  /**
+   * Removes the presence document once the runner stopped (it keeps refreshing while running jobs drain, so the
+   * worker stays listed meanwhile), within the runner's deadline for shutdown writes: `close()` keeps its bound. A
+   * document left behind (database unreachable) is gone from the fleet view three refresh intervals later.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    if (!this.startedAt || this.stopped) return;
+    await this.runner.beforeApplicationShutdown();
+    this.stopped = true;
+    clearInterval(this.timer);
+    const removal = (async () => {
+      // A refresh landing after the removal would bring the document back.
+      await this.refreshing;
+      await this.repository.remove(this.options.workerId);
+    })();
+    await raceTimeout(
+      removal.catch((error: unknown) =>
+        this.logger.warn(
+          `Removing the presence of worker ${this.options.workerId} failed: ${errorInfo(error).message}`,
+        ),
+      ),
+      (this.runner.shutdownWritesDeadline() ?? Date.now()) - Date.now(),
+      () => undefined,
+    );
+  }
+
+  /** One refresh at a time: a slow one makes the next tick skip rather than pile writes up. */
+  private refresh(): void {
+    if (this.stopped || this.refreshing) return;
+    this.refreshing = this.write()
+      .then(
+        () => {
+          if (this.failing) this.logger.log(`Presence of worker ${this.options.workerId} refreshed again`);
+          this.failing = false;
+        },
+        (error: unknown) => {
+          // Once per failure streak: a database outage would otherwise log every refresh interval.
+          if (!this.failing) {
+            this.logger.warn(
+              `Refreshing the presence of worker ${this.options.workerId} failed (retried every ${this.refreshMs} ms): ${errorInfo(error).message}`,
+            );
+          }
+          this.failing = true;
+        },
+      )
+      .finally(() => {
+        this.refreshing = undefined;
+      });
+  }
+
+  private async write(): Promise<void> {
+    const seenAt = now();
+    await this.repository.upsert(this.options.workerId, {
+      host: this.host,
+      pid: process.pid,
+      startedAt: this.startedAt as Date,
+      lastSeenAt: seenAt,
+      concurrency: this.options.concurrency,
+      names: [...this.claims.claimableNames([])].sort(),
+      running: this.runner.pollState().running,
+      version: LIBRARY_VERSION,
+      refreshIntervalMs: this.refreshMs,
+      liveUntil: addMs(seenAt, MISSED_REFRESHES_GONE * this.refreshMs),
+      removeAfter: addMs(seenAt, MISSED_REFRESHES_DELETED * this.refreshMs),
+    });
+    if (this.refreshes++ % CLEANUP_EVERY_REFRESHES === 0) await this.repository.deleteStale(seenAt, CLEANUP_BATCH_SIZE);
+  }
+}

@@ -1,0 +1,40 @@
+import type { JobsWorker } from './jobs-worker';
+
+/**
+ * A worker's presence document in `<collectionName>_workers`. The writer stamps when it counts as gone and when it
+ * may be deleted, from its own refresh interval: readers and cleaners on other intervals then judge it rightly.
+ */
+export interface WorkerPresenceDocument {
+  /** The workerId. */
+  _id: string;
+  host: string;
+  pid: number;
+  startedAt: Date;
+  lastSeenAt: Date;
+  concurrency: number;
+  names: string[];
+  running: number;
+  version: string;
+  refreshIntervalMs: number;
+  /** lastSeenAt + 3 refreshes: listed while this is in the future. */
+  liveUntil: Date;
+  /** lastSeenAt + 10 refreshes: deleted by any worker's cleanup after this. */
+  removeAfter: Date;
+}
+
+/** What one refresh writes; `_id` and `startedAt` are only set when the document is created. */
+export type WorkerPresence = Omit<WorkerPresenceDocument, '_id'>;
+
+export function toJobsWorker(doc: WorkerPresenceDocument): JobsWorker {
+  return {
+    workerId: doc._id,
+    host: doc.host,
+    pid: doc.pid,
+    startedAt: doc.startedAt,
+    lastSeenAt: doc.lastSeenAt,
+    concurrency: doc.concurrency,
+    names: doc.names,
+    running: doc.running,
+    version: doc.version,
+  };
+}

@@ -1,0 +1,50 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Model, mongo } from 'mongoose';
+import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
+import type { ResolvedJobsOptions } from '../jobs.options';
+import type { JobDocument } from '../persistence/job.schema';
+import type { WorkerPresence, WorkerPresenceDocument } from './worker-presence';
+
+/** Every query and update on the presence collection, `<collectionName>_workers`, next to the jobs collection. */
+@Injectable()
+export class WorkersRepository {
+  private readonly collection: mongo.Collection<WorkerPresenceDocument>;
+
+  constructor(
+    @Inject(JOBS_MODEL) model: Model<JobDocument>,
+    @Inject(JOBS_RESOLVED_OPTIONS) options: ResolvedJobsOptions,
+  ) {
+    // The jobs model's connection: the same database, and the same buffering until it is open.
+    this.collection = model.db.collection(
+      `${options.collectionName}_workers`,
+    ) as unknown as mongo.Collection<WorkerPresenceDocument>;
+  }
+
+  /** Creates or refreshes a worker's document; `startedAt` is kept from its creation. */
+  async upsert(workerId: string, presence: WorkerPresence): Promise<void> {
+    const { startedAt, ...refreshed } = presence;
+    await this.collection.updateOne(
+      { _id: workerId },
+      { $set: refreshed, $setOnInsert: { startedAt } },
+      { upsert: true },
+    );
+  }
+
+  async remove(workerId: string): Promise<void> {
+    await this.collection.deleteOne({ _id: workerId });
+  }
+
+  /** Workers whose last refresh is recent enough, by workerId. */
+  findLive(now: Date): Promise<WorkerPresenceDocument[]> {
+    return this.collection.find({ liveUntil: { $gt: now } }, { sort: { _id: 1 } }).toArray();
+  }
+
+  /** Deletes up to `limit` documents past their `removeAfter` (ids first: deleteMany takes no limit). */
+  async deleteStale(now: Date, limit: number): Promise<number> {
+    const filter = { removeAfter: { $lt: now } };
+    const rows = await this.collection.find(filter, { projection: { _id: 1 }, limit }).toArray();
+    if (rows.length === 0) return 0;
+    const result = await this.collection.deleteMany({ ...filter, _id: { $in: rows.map((row) => row._id) } });
+    return result.deletedCount;
+  }
+}
