@@ -6,6 +6,7 @@ export { DedupeKeyContendedError } from './errors/dedupe-key-contended.error';
 export { DuplicateJobHandlerError } from './errors/duplicate-job-handler.error';
 export { IndexConflictError } from './errors/index-conflict.error';
 export { IndexSetupTimeoutError } from './errors/index-setup-timeout.error';
+export { InvalidCursorError } from './errors/invalid-cursor.error';
 export { InvalidDurationError } from './errors/invalid-duration.error';
 export { InvalidJobIdError } from './errors/invalid-job-id.error';
 export { InvalidOptionError } from './errors/invalid-option.error';
@@ -46,6 +47,9 @@ export { JobsService } from './jobs.service';
 export type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types';
+export type { JobMetrics, JobMetricsBucket, JobNameMetrics } from './query/job-metrics';
+export type { JobMetricsOptions } from './query/job-metrics-options';
+export type { JobListPage, ListJobsOptions } from './query/list-jobs-options';
 export type { PurgeOptions } from './retention/purge-options';
 export type {
   CatalogueEnqueueArgs,

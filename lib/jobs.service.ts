@@ -20,6 +20,10 @@ import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
+import { collectJobMetrics, type JobMetrics } from './query/job-metrics';
+import { type JobMetricsOptions, resolveMetricsOptions } from './query/job-metrics-options';
+import { encodeListCursor } from './query/list-cursor';
+import { type JobListPage, type ListJobsOptions, resolveListQuery } from './query/list-jobs-options';
 import { JobRetention } from './retention/job-retention.service';
 import { type PurgeOptions, resolvePurgeFilter } from './retention/purge-options';
 import { SWEEP_BATCH_SIZE } from './retention/retention-sweeper.service';
@@ -212,6 +216,38 @@ export class JobsService {
       JobStatus,
       number
     >;
+  }
+
+  /**
+   * One page of jobs, newest first (by id), optionally filtered; pass `nextCursor` back for the next page (null on
+   * the last). Paging is by cursor, not offset: jobs enqueued meanwhile never shift or repeat a page. Rows whose `_id`
+   * is not an ObjectId (set aside as `failed`) are listed too, their `id` as a string or JSON.
+   * @throws InvalidOptionError for a limit that is not an integer from 1 to 200, an unknown status, an empty name or
+   * search, an invalid date, `from` after `to`, or an option it does not know.
+   * @throws InvalidCursorError for a cursor `list` did not return.
+   * @example const { jobs, nextCursor } = await jobs.list({ status: ['dead', 'failed'], name: 'email.send', limit: 20 });
+   */
+  async list<TPayload = unknown>(options: ListJobsOptions = {}): Promise<JobListPage<TPayload>> {
+    const query = resolveListQuery(options);
+    // One row more than the page says whether another page follows, so the last page's cursor is null.
+    const docs = await this.repository.listJobs(query, query.limit + 1);
+    const page = docs.slice(0, query.limit);
+    return {
+      jobs: page.map((doc) => toJobRecord<TPayload>(doc)),
+      nextCursor: docs.length > query.limit ? encodeListCursor(page[page.length - 1]._id) : null,
+    };
+  }
+
+  /**
+   * Figures per job name for dashboards: rows per status, queue latency (age of the oldest due pending job) and the
+   * jobs completed, dead and failed per `bucketMs` over the last `windowMs` (by `finishedAt`; buckets aligned on
+   * multiples of `bucketMs`, the window rounded out to whole buckets). Reads the whole collection once per call.
+   * @throws InvalidOptionError for a `windowMs` or integer `bucketMs` not in (0, 1e12], a bucket wider than the
+   * window, or more than 1,000 buckets.
+   * @example const { names } = await jobs.metrics({ windowMs: 3_600_000, bucketMs: 60_000 });
+   */
+  async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
+    return collectJobMetrics(this.repository, resolveMetricsOptions(options), now());
   }
 
   /**

@@ -4,6 +4,7 @@ import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
 import { IndexConflictError } from '../errors/index-conflict.error';
 import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
+import { InvalidCursorError } from '../errors/invalid-cursor.error';
 import { InvalidDurationError } from '../errors/invalid-duration.error';
 import { InvalidJobIdError } from '../errors/invalid-job-id.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
@@ -38,6 +39,7 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   // Invalid input: fixing the request fixes it.
   [InvalidPayloadError, HttpStatus.BAD_REQUEST],
   [InvalidOptionError, HttpStatus.BAD_REQUEST],
+  [InvalidCursorError, HttpStatus.BAD_REQUEST],
   [InvalidDurationError, HttpStatus.BAD_REQUEST],
   [UnknownJobError, HttpStatus.BAD_REQUEST],
   [InvalidProgressError, HttpStatus.BAD_REQUEST],

@@ -1,4 +1,5 @@
 import { Schema, Types } from 'mongoose';
+import { describeJobId } from '../execution/runnable-row';
 import { decodePayload } from '../utils/payload-codec';
 import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, SCHEDULE_INDEX } from './guarantee-indexes';
 import { JOB_STATUSES, type JobAttempt, type JobProgress, type JobRecord, type JobStatus } from './job.types';
@@ -76,6 +77,11 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   uniqueSparse(schema, SCHEDULE_INDEX);
   // Retention sweep: finished rows by expiry, oldest first. Sparse: only finished rows carry one.
   schema.index({ expiresAt: 1 }, { name: 'retention', sparse: true });
+  // list: newest first among one status (several: one scan per status, merged) or one name; a search by dedupe key.
+  // Other filters are checked on the rows these (or _id's own index, for no filter) walk.
+  schema.index({ status: 1, _id: -1 }, { name: 'list_by_status' });
+  schema.index({ name: 1, _id: -1 }, { name: 'list_by_name' });
+  schema.index({ dedupeKey: 1 }, { name: 'list_by_dedupe_key', sparse: true });
   return schema;
 }
 
@@ -88,7 +94,8 @@ export function toJobRecord<TPayload = unknown>(
   { payloadAsGiven = false }: { payloadAsGiven?: boolean } = {},
 ): JobRecord<TPayload> {
   return {
-    id: doc._id.toHexString(),
+    // A row set aside for its foreign _id is listed too: its id as a string (JSON for other types).
+    id: describeJobId(doc._id),
     name: doc.name,
     // A payload this process just inserted is the caller's validated object: it holds no stored Binary to decode.
     payload: (payloadAsGiven ? doc.payload : decodePayload(doc.payload)) as TPayload,

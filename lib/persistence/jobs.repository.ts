@@ -3,6 +3,8 @@ import { type Model, mongo, type Types } from 'mongoose';
 import { RetryContendedError } from '../errors/retry-contended.error';
 import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
 import { DEDUPE_WRITE_TRIES, JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import { idsBefore } from '../query/list-cursor';
+import type { JobListQuery } from '../query/list-jobs-options';
 import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window';
 import type { NewJobDocument } from '../types/new-job-document';
 import { addMs } from '../utils/clock';
@@ -525,6 +527,76 @@ export class JobsRepository {
       .aggregate<{ _id: JobStatus; count: number }>([{ $group: { _id: '$status', count: { $sum: 1 } } }])
       .toArray();
     return new Map(rows.map((row) => [row._id, row.count]));
+  }
+
+  /**
+   * Up to `limit` rows matching a validated list query, newest first by `_id` (BSON order across id types, so rows
+   * with a foreign `_id` are paged too). Served by `_id` alone, or `list_by_status` / `list_by_name` with a filter.
+   */
+  listJobs(query: JobListQuery, limit: number): Promise<JobDocument[]> {
+    const and: mongo.Filter<JobDocument>[] = [];
+    if (query.search !== undefined) {
+      and.push({
+        $or: [{ _id: { $in: query.search.ids } }, { dedupeKey: query.search.key }],
+      } as mongo.Filter<JobDocument>);
+    }
+    if (query.after !== undefined) and.push(idsBefore(query.after) as mongo.Filter<JobDocument>);
+    const filter: mongo.Filter<JobDocument> = {
+      ...(query.statuses && { status: query.statuses.length === 1 ? query.statuses[0] : { $in: query.statuses } }),
+      ...(query.name !== undefined && { name: query.name }),
+      ...((query.from ?? query.to) && {
+        createdAt: { ...(query.from && { $gte: query.from }), ...(query.to && { $lt: query.to }) },
+      }),
+      ...(and.length === 1 ? and[0] : and.length > 1 && { $and: and }),
+    };
+    return this.collection.find(filter, { sort: { _id: -1 }, limit }).toArray() as Promise<JobDocument[]>;
+  }
+
+  /** Rows per name and status (the whole collection: one group pass, like `countByStatus`). */
+  countByNameAndStatus(): Promise<{ _id: { name: string; status: JobStatus }; count: number }[]> {
+    return this.collection
+      .aggregate<{ _id: { name: string; status: JobStatus }; count: number }>([
+        { $group: { _id: { name: '$name', status: '$status' }, count: { $sum: 1 } } },
+      ])
+      .toArray();
+  }
+
+  /** Per name, the earliest `runAt` of its due pending rows: how long the oldest waiting job has waited. */
+  oldestDuePending(now: Date): Promise<{ _id: string; runAt: Date }[]> {
+    return this.collection
+      .aggregate<{ _id: string; runAt: Date }>([
+        { $match: dueFilter(now) },
+        { $group: { _id: '$name', runAt: { $min: '$runAt' } } },
+      ])
+      .toArray();
+  }
+
+  /**
+   * Rows per name, final status and `bucketMs`-wide bucket (aligned on the epoch: `bucket` is its start in ms) of
+   * those finished in [from, until). Date arithmetic rather than `$dateTrunc`, which older servers lack.
+   */
+  finishedPerBucket(
+    statuses: readonly FinishedStatus[],
+    from: Date,
+    until: Date,
+    bucketMs: number,
+  ): Promise<{ _id: { name: string; status: FinishedStatus; bucket: number }; count: number }[]> {
+    const finishedMs = { $subtract: ['$finishedAt', new Date(0)] };
+    return this.collection
+      .aggregate<{ _id: { name: string; status: FinishedStatus; bucket: number }; count: number }>([
+        { $match: { status: { $in: [...statuses] }, finishedAt: { $gte: from, $lt: until } } },
+        {
+          $group: {
+            _id: {
+              name: '$name',
+              status: '$status',
+              bucket: { $subtract: [finishedMs, { $mod: [finishedMs, bucketMs] }] },
+            },
+            count: { $sum: 1 },
+          },
+        },
+      ])
+      .toArray();
   }
 
   /** Round trip to the server (health checks). */

@@ -47,6 +47,9 @@ export interface BenchConfig {
   depthSmall: number;
   depthLarge: number;
   depthClaims: number;
+  /** Rows of the query scenario, and timed calls per query. */
+  queryJobs: number;
+  querySamples: number;
   /** Scenario names to run (BENCH_ONLY=throughput,heartbeat); all when unset. */
   only: string[] | null;
   /** Throughput systems to run (BENCH_THROUGHPUT_TARGETS=library,raw,…); library, raw and agenda when unset. */
@@ -94,6 +97,8 @@ export function readConfig(serverKind: string): BenchConfig {
     depthSmall: envInt('BENCH_DEPTH_SMALL', 1_000),
     depthLarge: envInt('BENCH_DEPTH_LARGE', quick ? 5_000 : 50_000),
     depthClaims: envInt('BENCH_DEPTH_CLAIMS', quick ? 30 : 200),
+    queryJobs: envInt('BENCH_QUERY_JOBS', quick ? 5_000 : 20_000),
+    querySamples: envInt('BENCH_QUERY_SAMPLES', quick ? 10 : 40),
     only: list('BENCH_ONLY'),
     throughputTargets: list('BENCH_THROUGHPUT_TARGETS'),
   };

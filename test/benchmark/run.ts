@@ -8,6 +8,7 @@ import { runHeartbeat } from './heartbeat.bench';
 import { fmt, formatTable, log, machineInfo, medianOf, nowMs, readConfig } from './helpers';
 import { runPickupLatency } from './pickup-latency.bench';
 import { runProgress } from './progress.bench';
+import { runQuery } from './query.bench';
 import { runQueueDepth } from './queue-depth.bench';
 import { runRenewals } from './renewals.bench';
 import type { TargetCheck, Verdict } from './spread';
@@ -19,10 +20,10 @@ import { runThroughput } from './throughput.bench';
  * with their ranges, and a JSON file with every repetition's numbers in test/benchmark/results/. Not part of `npm test`: nothing here asserts.
  *
  * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,
- * heartbeat,queueDepth,renewals,progress, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 5),
+ * heartbeat,queueDepth,renewals,progress,query, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 5),
  * BENCH_AGENDA_ROUNDS (the first rounds also run Agenda, default 2), BENCH_THROUGHPUT_TARGETS (see
  * throughput.bench.ts for the diagnostic variants), BENCH_ENQUEUE_JOBS, BENCH_PICKUP_SAMPLES, BENCH_PICKUP_POLL_MS,
- * BENCH_HEARTBEAT_CALLS (also the progress scenario's calls), BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_AGENDA_LOCK_LIMIT,
+ * BENCH_HEARTBEAT_CALLS (also the progress scenario's calls), BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_QUERY_JOBS / _SAMPLES, BENCH_AGENDA_LOCK_LIMIT,
  * BENCH_AGENDA_PROCESS_EVERY_MS, BENCH_RENEWAL_REPS / _CONCURRENCY / _LEASE_MS / _WINDOW_MS / _SHORT_JOBS /
  * _SHORT_JOB_MS (see renewals.bench.ts).
  *
@@ -42,6 +43,7 @@ type Scenarios = {
   queueDepth?: Awaited<ReturnType<typeof runQueueDepth>>;
   renewals?: Awaited<ReturnType<typeof runRenewals>>;
   progress?: Awaited<ReturnType<typeof runProgress>>;
+  query?: Awaited<ReturnType<typeof runQuery>>;
 };
 
 async function main(): Promise<void> {
@@ -79,6 +81,7 @@ async function main(): Promise<void> {
     await attempt('queueDepth', () => runQueueDepth(ctx, config));
     await attempt('renewals', () => runRenewals(ctx, config, serverPid));
     await attempt('progress', () => runProgress(ctx, config));
+    await attempt('query', () => runQuery(ctx, config));
   } finally {
     await ctx.client.close();
     await server.stop();

@@ -14,6 +14,7 @@ const EXPECTED: Record<string, number | undefined> = {
   // Invalid input.
   InvalidPayloadError: 400,
   InvalidOptionError: 400,
+  InvalidCursorError: 400,
   InvalidDurationError: 400,
   UnknownJobError: 400,
   InvalidProgressError: 400,
