@@ -22,7 +22,7 @@ export interface WorkerPresenceDocument {
   removeAfter: Date;
 }
 
-/** What one refresh writes; `_id` and `startedAt` are only set when the document is created. */
+/** What one refresh writes (`_id` is the workerId). */
 export type WorkerPresence = Omit<WorkerPresenceDocument, '_id'>;
 
 export function toJobsWorker(doc: WorkerPresenceDocument): JobsWorker {

@@ -20,14 +20,12 @@ export class WorkersRepository {
     ) as unknown as mongo.Collection<WorkerPresenceDocument>;
   }
 
-  /** Creates or refreshes a worker's document; `startedAt` is kept from its creation. */
+  /**
+   * Creates or refreshes a worker's document. Every field is set, `startedAt` too: a process reusing the workerId of
+   * one that died without removing its document reports its own start, not the dead one's.
+   */
   async upsert(workerId: string, presence: WorkerPresence): Promise<void> {
-    const { startedAt, ...refreshed } = presence;
-    await this.collection.updateOne(
-      { _id: workerId },
-      { $set: refreshed, $setOnInsert: { startedAt } },
-      { upsert: true },
-    );
+    await this.collection.updateOne({ _id: workerId }, { $set: presence }, { upsert: true });
   }
 
   async remove(workerId: string): Promise<void> {

@@ -89,14 +89,23 @@ function bracketOf(value: unknown): number | undefined {
   if (typeof value === 'boolean') return 7;
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? undefined : 8;
   if (typeof value !== 'object' || Array.isArray(value)) return undefined;
-  const bsontype = (value as { _bsontype?: unknown })._bsontype;
-  if (typeof bsontype === 'string') return BRACKET_BY_BSONTYPE[bsontype];
   const prototype = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null ? 4 : undefined;
+  // A plain object is a sub-document even with a `_bsontype` key: only EJSON's own instances are BSON values (the
+  // driver refuses to serialize an imitation).
+  if (prototype === Object.prototype || prototype === null) return '_bsontype' in value ? undefined : 4;
+  const bsontype = (value as { _bsontype?: unknown })._bsontype;
+  return typeof bsontype === 'string' ? BRACKET_BY_BSONTYPE[bsontype] : undefined;
 }
 
-/** No `$`-prefixed key anywhere in a plain object or array: the value is compared, never read as an operator. */
+/**
+ * No `$`-prefixed key (nor a `_bsontype` imitation) anywhere in a plain object or array: the value is compared, never
+ * read as an operator.
+ */
 function operatorFree(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null || '_bsontype' in value || value instanceof Date) return true;
-  return Object.entries(value).every(([key, child]) => !key.startsWith('$') && operatorFree(child));
+  if (typeof value !== 'object' || value === null || value instanceof Date) return true;
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null && !Array.isArray(value)) return true;
+  return Object.entries(value).every(
+    ([key, child]) => !key.startsWith('$') && key !== '_bsontype' && operatorFree(child),
+  );
 }

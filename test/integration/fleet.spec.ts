@@ -84,6 +84,24 @@ describe('fleet view: JobsService.workers()', () => {
     expect(await stays.connection.collection('jobs_workers').countDocuments({ _id: 'leaves' as never })).toBe(0);
   });
 
+  it('reports the start of the current process when a crashed one with the same workerId left its document', async () => {
+    const dbName = uniqueDatabaseName('fleet_restart');
+    const producer = await start(dbName, { workerId: 'producer', worker: false });
+    const crashedAt = new Date(Date.now() - 3_600_000);
+    // A stable workerId (say, the pod name) whose previous process died without removing its presence.
+    await producer.connection.collection('jobs_workers').insertOne({
+      _id: 'stable' as never,
+      startedAt: crashedAt,
+      lastSeenAt: crashedAt,
+      liveUntil: crashedAt,
+      removeAfter: new Date(Date.now() + 3_600_000),
+    });
+    const bootedAfter = new Date();
+    await start(dbName, { workerId: 'stable' });
+    await waitFor(async () => (await producer.jobs.workers()).length === 1, 'the restarted worker listed');
+    expect((await producer.jobs.workers())[0].startedAt.getTime()).toBeGreaterThanOrEqual(bootedAfter.getTime());
+  });
+
   it('a producer-only process writes no presence but lists the fleet', async () => {
     const dbName = uniqueDatabaseName('fleet_producer');
     const producer = await start(dbName, { workerId: 'producer', worker: false });

@@ -176,6 +176,10 @@ describe('JobsService.list', () => {
       '',
       Buffer.from('{"id":{"$where":"1"}}').toString('base64url'),
       Buffer.from('{"id":[1,2]}').toString('base64url'),
+      // A plain object posing as a BSON value: the driver would refuse to serialize it (no typed error).
+      Buffer.from('{"id":{"_bsontype":"ObjectId","$where":"1"}}').toString('base64url'),
+      Buffer.from('{"id":{"_bsontype":"MinKey"}}').toString('base64url'),
+      Buffer.from('{"id":{"a":[{"_bsontype":"ObjectId"}]}}').toString('base64url'),
       Buffer.from('"x"').toString('base64url'),
       'x'.repeat(5_000),
       42,
