@@ -3,6 +3,7 @@ import { IndexConflictError } from '../errors/index-conflict.error';
 import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import { errorInfo } from '../utils/error-info';
 import { raceTimeout } from '../utils/race-timeout';
 import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes';
 import { JobsRepository } from './jobs.repository';
@@ -43,7 +44,15 @@ export class JobIndexes implements OnModuleInit {
       // An equivalent index under another name enforces it just as well.
       failures.delete(guarantee.name);
     }
-    for (const error of failures.values()) throw error;
+    for (const [name, error] of failures) {
+      // The other indexes only speed queries up: one that clashes with an existing index (a user's on the same key,
+      // or the old global dedupe index until it is dropped below) must not keep the app from starting.
+      if (!isIndexConflict(error)) throw error;
+      this.logger.warn(
+        `Index "${name}" of collection "${this.options.collectionName}" was not created, the queries it serves may ` +
+          `scan more rows: ${errorInfo(error).message}`,
+      );
+    }
     // The old index is the only sign that older versions' rows may lack a scope, so it goes only after they got one:
     // a start that fails before the drop scopes them on the next start. While it exists it keeps live keys globally
     // unique, so live rows cannot clash with each other. Only where an older version ran: the scan reads every live job.
@@ -77,4 +86,11 @@ export class JobIndexes implements OnModuleInit {
       );
     }
   }
+}
+
+/** IndexOptionsConflict / IndexKeySpecsConflict: an index with this key or this name exists already, otherwise. */
+const INDEX_CONFLICT_CODES: readonly unknown[] = [85, 86];
+
+function isIndexConflict(error: unknown): boolean {
+  return INDEX_CONFLICT_CODES.includes((error as { code?: unknown } | null)?.code);
 }

@@ -188,6 +188,41 @@ describe('indexes the guarantees depend on', () => {
     }
   });
 
+  it('start on a database of an older version although a real server refuses list_by_dedupe_key beside its old index', async () => {
+    const dbName = freshDb('idx_list_beside_legacy');
+    const app = await createJobsTestApp({ dbName, options: { worker: false } });
+    const warn = jest.spyOn(Logger.prototype, 'warn');
+    try {
+      await client
+        .db(dbName)
+        .collection('jobs')
+        .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
+      // The Java test server ignores non-unique indexes; a real mongod refuses a second index on { dedupeKey: 1 }
+      // under another name (IndexOptionsConflict, code 85), as it would beside a user's own index on the same key.
+      const create = app.repository.createDeclaredIndexes.bind(app.repository);
+      app.repository.createDeclaredIndexes = async () => {
+        const failures = await create();
+        failures.set(
+          'list_by_dedupe_key',
+          Object.assign(new Error('Index already exists with a different name: dedupe'), {
+            code: 85,
+            codeName: 'IndexOptionsConflict',
+          }),
+        );
+        return failures;
+      };
+      await app.get(JobIndexes).onModuleInit();
+      const indexes = await client.db(dbName).collection('jobs').listIndexes().toArray();
+      expect(indexes.map((index) => index.name)).not.toContain('dedupe');
+      expect(warn.mock.calls.map(([message]) => String(message))).toContainEqual(
+        expect.stringMatching(/list_by_dedupe_key.*dedupe/s),
+      );
+    } finally {
+      warn.mockRestore();
+      await app.close();
+    }
+  });
+
   it('fail bootstrap with IndexConflictError carrying the cause when a guarantee index cannot be created', async () => {
     const dbName = freshDb('idx_uncreatable');
     // Two rows of one tick: the unique schedule index cannot be built over them.
