@@ -33,6 +33,7 @@ import {
 } from './dashboard-query';
 import { type DashboardJobRecord, dashboardRecord } from './dashboard-record';
 import { DashboardRequestGuard } from './dashboard-request.guard';
+import { findDashboardJob } from './find-job';
 import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
 
 /** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
@@ -60,7 +61,7 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
 
     @Get('jobs/:id')
     async find(@Param('id') id: string): Promise<DashboardJobRecord> {
-      return view(await requireJob(id, this.jobs.findById(id)));
+      return view(await findDashboardJob(this.jobs, id));
     }
 
     @Get('metrics')

@@ -299,6 +299,33 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
     expect(await request('GET', '/jobs/api/workers')).toEqual({ status: 200, body: { workers: [] } });
   });
 
+  it('lists and shows a row whose _id is not an ObjectId (set aside as failed by a worker)', async () => {
+    const at = new Date();
+    await rows(app).insertOne({
+      _id: 'foreign-1' as never,
+      name: 'foreign',
+      payload: null,
+      status: 'failed',
+      runAt: at,
+      attemptCount: 0,
+      maxAttempts: 1,
+      attempts: [],
+      fencingToken: 0,
+      lastError: 'its _id is not an ObjectId',
+      createdAt: at,
+      updatedAt: at,
+    });
+    const listed = await request('GET', '/jobs/api/jobs?name=foreign');
+    expect(listed.body.jobs).toEqual([expect.objectContaining({ id: 'foreign-1', status: 'failed' })]);
+    expect(await request('GET', '/jobs/api/jobs/foreign-1')).toMatchObject({
+      status: 200,
+      body: { id: 'foreign-1', status: 'failed', lastError: 'its _id is not an ObjectId' },
+    });
+    // An id no row has, in the same shape, is still a 404; so is one longer than any search.
+    expect((await request('GET', '/jobs/api/jobs/foreign-2')).status).toBe(404);
+    expect((await request('GET', `/jobs/api/jobs/${'x'.repeat(1_001)}`)).status).toBe(404);
+  });
+
   it('answers bad input with 404 (ids) or 400 with the reason, never 500', async () => {
     const cases: [method: 'GET' | 'POST', path: string, body: unknown, status: number, reason?: string][] = [
       ['GET', '/jobs/api/jobs?limit=0', undefined, 400, 'limit'],
