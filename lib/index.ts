@@ -1,6 +1,7 @@
 export type { JobHandlerDecorator } from './decorators/job-handler.decorator';
 export { JobHandler } from './decorators/job-handler.decorator';
 export type { JobHandlerOptions } from './decorators/job-handler.options';
+export { DashboardGuardRequiredError } from './errors/dashboard-guard-required.error';
 export { DedupeConflictError } from './errors/dedupe-conflict.error';
 export { DedupeKeyContendedError } from './errors/dedupe-key-contended.error';
 export { DuplicateJobHandlerError } from './errors/duplicate-job-handler.error';
@@ -14,6 +15,7 @@ export { InvalidPayloadError } from './errors/invalid-payload.error';
 export { InvalidProgressError } from './errors/invalid-progress.error';
 export { JobCancelledError } from './errors/job-cancelled.error';
 export { JobNotFoundError } from './errors/job-not-found.error';
+export { JobStateConflictError } from './errors/job-state-conflict.error';
 export { JobTimeoutError } from './errors/job-timeout.error';
 export { JobsError } from './errors/jobs.error';
 export { JobsModuleImportedTwiceError } from './errors/jobs-module-imported-twice.error';

@@ -1,4 +1,5 @@
 import { HttpStatus } from '@nestjs/common';
+import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error';
 import { DedupeConflictError } from '../errors/dedupe-conflict.error';
 import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
 import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
@@ -12,6 +13,7 @@ import { InvalidPayloadError } from '../errors/invalid-payload.error';
 import { InvalidProgressError } from '../errors/invalid-progress.error';
 import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobNotFoundError } from '../errors/job-not-found.error';
+import { JobStateConflictError } from '../errors/job-state-conflict.error';
 import { JobTimeoutError } from '../errors/job-timeout.error';
 import { JobsError } from '../errors/jobs.error';
 import { JobsModuleImportedTwiceError } from '../errors/jobs-module-imported-twice.error';
@@ -48,6 +50,8 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   [DedupeConflictError, HttpStatus.CONFLICT],
   // The job (or its key) kept changing under concurrent writers: the same request may succeed when sent again.
   [RetryContendedError, HttpStatus.CONFLICT],
+  // A retry or cancel the job's current status does not allow (the dashboard's rule).
+  [JobStateConflictError, HttpStatus.CONFLICT],
   [DedupeKeyContendedError, HttpStatus.CONFLICT],
   // An application's unique index already holds a job with the same value: a clash with stored data, as 409 means.
   [UniqueIndexRejectedJobError, HttpStatus.CONFLICT],
@@ -55,6 +59,7 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   // wait, as with a gateway whose upstream did not answer in time. Waiting again may succeed.
   [WaitTimeoutError, HttpStatus.GATEWAY_TIMEOUT],
   // Bootstrap errors: a misconfigured application, never the caller's fault.
+  [DashboardGuardRequiredError, undefined],
   [DuplicateJobHandlerError, undefined],
   [IndexConflictError, undefined],
   [IndexSetupTimeoutError, undefined],

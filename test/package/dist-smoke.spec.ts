@@ -34,6 +34,18 @@ describe('built package', () => {
     ]);
     expect(out.split(',')).toEqual(expect.arrayContaining(EXPECTED_EXPORTS));
   });
+
+  it('loads the dashboard subpath with require() and import', () => {
+    const names = ['JobsDashboardModule', 'DashboardGuardRequiredError', 'JobStateConflictError'];
+    const cjs = run(['-e', "console.log(Object.keys(require('nestjs-mongo-jobs/dashboard')).join(','))"]);
+    expect(cjs.split(',')).toEqual(expect.arrayContaining(names));
+    const esm = run([
+      '--input-type=module',
+      '-e',
+      `import { ${names.join(', ')} } from 'nestjs-mongo-jobs/dashboard'; console.log(typeof JobsDashboardModule.forRoot)`,
+    ]);
+    expect(esm).toBe('function');
+  });
 });
 
 // Runtime exports only: JobExecutionContext, JobRecord, JobStatus, EnqueueOptions, RunNowOutcome and the options are types.

@@ -6,7 +6,8 @@ import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /**
  * The peer ranges promise NestJS 11 and mongoose 8 too. A real CommonJS Nest 11 app (installed from the npm
- * registry into the git-ignored .cache/ on first run) loads the built dist/ with require() and runs a job.
+ * registry into the git-ignored .cache/ on first run) loads the built dist/ with require(), runs a job and serves it
+ * through the dashboard's JSON API (its controller path is set per forRoot, which both Nest 11 and 12 must honour).
  */
 describe('a CommonJS NestJS 11 + mongoose 8 app', () => {
   const appDir = resolve('.cache', 'nest11-app');
@@ -14,7 +15,7 @@ describe('a CommonJS NestJS 11 + mongoose 8 app', () => {
   it('requires the built package and runs a job to completion', () => {
     mkdirSync(appDir, { recursive: true });
     cpSync(resolve('test/package/nest11-app'), appDir, { recursive: true });
-    if (!existsSync(join(appDir, 'node_modules', '@nestjs', 'core'))) {
+    if (!existsSync(join(appDir, 'node_modules', '@nestjs', 'platform-express'))) {
       execFileSync('npm', ['install', '--no-audit', '--no-fund', '--no-package-lock'], {
         cwd: appDir,
         stdio: 'ignore',
@@ -36,6 +37,7 @@ describe('a CommonJS NestJS 11 + mongoose 8 app', () => {
     expect(result).toMatchObject({
       seen: { payload: { from: 'nest 11 cjs' }, attempt: 1, fencingToken: 1 },
       status: 'completed',
+      dashboard: { read: 200, job: 'completed', unsafe: 403 },
     });
     expect(result.nest).toMatch(/^11\./);
     expect(result.mongoose).toMatch(/^8\./);

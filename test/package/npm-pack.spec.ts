@@ -60,7 +60,9 @@ describe('npm pack from a clean clone', () => {
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
   it('contains the built entry points (prepack builds dist/)', () => {
-    expect(packed).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/health/index.js']));
+    expect(packed).toEqual(
+      expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/health/index.js', 'dist/dashboard/index.js']),
+    );
   });
 
   it('ships source maps whose sources are all in the pack', () => {
@@ -88,7 +90,7 @@ describe('npm pack from a clean clone', () => {
         exports: Record<string, unknown>;
       };
       const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json');
-      expect(subpaths).toEqual(expect.arrayContaining(['.', './health']));
+      expect(subpaths).toEqual(expect.arrayContaining(['.', './health', './dashboard']));
 
       const app = join(work, 'consumer', resolution);
       mkdirSync(app, { recursive: true });
@@ -101,6 +103,7 @@ describe('npm pack from a clean clone', () => {
       imports.push(
         "import { JobsService } from 'nestjs-mongo-jobs';\nexport type S = JobsService['enqueue'];",
         "import { JobsHealthIndicator } from 'nestjs-mongo-jobs/health';\nexport type H = JobsHealthIndicator;",
+        "import type { JobsDashboardOptions } from 'nestjs-mongo-jobs/dashboard';\nexport type D = JobsDashboardOptions['guard'];",
       );
       writeFileSync(join(app, 'index.ts'), `${imports.join('\n')}\n`);
       writeFileSync(

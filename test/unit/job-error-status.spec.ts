@@ -21,11 +21,13 @@ const EXPECTED: Record<string, number | undefined> = {
   // Wrong state or contention: the request was fine, the jobs it touches are not in a state that allows it now.
   DedupeConflictError: 409,
   RetryContendedError: 409,
+  JobStateConflictError: 409,
   DedupeKeyContendedError: 409,
   UniqueIndexRejectedJobError: 409,
   // The wait ended before the job did; the job still runs.
   WaitTimeoutError: 504,
   // Bootstrap: the application is misconfigured, never the caller's fault.
+  DashboardGuardRequiredError: undefined,
   DuplicateJobHandlerError: undefined,
   IndexConflictError: undefined,
   IndexSetupTimeoutError: undefined,

@@ -1,0 +1,133 @@
+import {
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  HttpException,
+  HttpStatus,
+  Inject,
+  Param,
+  Post,
+  Query,
+  type Type,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
+import { JobStateConflictError } from '../errors/job-state-conflict.error';
+import type { JobsError } from '../errors/jobs.error';
+import type { JobsWorker } from '../fleet/jobs-worker';
+import { jobErrorMessage } from '../http/job-error-message';
+import { jobErrorStatus } from '../http/job-error-status';
+import { JobsExceptionFilter } from '../http/jobs-exception.filter';
+import { requireJob } from '../http/require-job';
+import { JobsService } from '../jobs.service';
+import type { JobRecord, JobStatus } from '../persistence/job.types';
+import type { JobMetrics } from '../query/job-metrics';
+import { type BulkRetryResult, bulkRetry } from './bulk-retry';
+import {
+  jsonObject,
+  listOptionsFromQuery,
+  metricsOptionsFromQuery,
+  purgeOptionsFromBody,
+  type QueryString,
+} from './dashboard-query';
+import { type DashboardJobRecord, dashboardRecord } from './dashboard-record';
+import { DashboardRequestGuard } from './dashboard-request.guard';
+import { findDashboardJob } from './find-job';
+import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
+
+/** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
+const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfies Record<string, JobStatus>;
+
+/**
+ * The dashboard's controllers for one `forRoot`: a class per call, so its path, guard and payload rule are its own.
+ * Reads, and (unless `readOnly`) the state-changing calls behind the extra `DashboardRequestGuard`.
+ */
+export function createDashboardControllers(options: ResolvedDashboardOptions): Type<unknown>[] {
+  const guards = options.guard ? [options.guard] : [];
+  const view = (job: JobRecord): DashboardJobRecord => dashboardRecord(job, options.showPayloads);
+
+  @Controller(`${options.path}/api`)
+  @UseGuards(...guards)
+  @UseFilters(JobsExceptionFilter)
+  class JobsDashboardReadController {
+    constructor(@Inject(JobsService) private readonly jobs: JobsService) {}
+
+    @Get('jobs')
+    async list(@Query() query: QueryString): Promise<{ jobs: DashboardJobRecord[]; nextCursor: string | null }> {
+      const page = await this.jobs.list(listOptionsFromQuery(query));
+      return { jobs: page.jobs.map(view), nextCursor: page.nextCursor };
+    }
+
+    @Get('jobs/:id')
+    async find(@Param('id') id: string): Promise<DashboardJobRecord> {
+      return view(await findDashboardJob(this.jobs, id));
+    }
+
+    @Get('metrics')
+    metrics(@Query() query: QueryString): Promise<JobMetrics> {
+      return this.jobs.metrics(metricsOptionsFromQuery(query));
+    }
+
+    @Get('workers')
+    async workers(): Promise<{ workers: JobsWorker[] }> {
+      return { workers: await this.jobs.workers() };
+    }
+  }
+
+  @Controller(`${options.path}/api`)
+  @UseGuards(...guards, DashboardRequestGuard)
+  @UseFilters(JobsExceptionFilter)
+  class JobsDashboardActionsController {
+    constructor(@Inject(JobsService) private readonly jobs: JobsService) {}
+
+    @Post('jobs/retry')
+    @HttpCode(HttpStatus.OK)
+    retryAll(@Body() body: unknown): Promise<BulkRetryResult> {
+      return bulkRetry(this.jobs, jsonObject(body));
+    }
+
+    @Post('jobs/:id/retry')
+    @HttpCode(HttpStatus.OK)
+    retry(@Param('id') id: string): Promise<DashboardJobRecord> {
+      return this.change(id, 'retry');
+    }
+
+    @Post('jobs/:id/cancel')
+    @HttpCode(HttpStatus.OK)
+    cancel(@Param('id') id: string): Promise<DashboardJobRecord> {
+      return this.change(id, 'cancel');
+    }
+
+    @Post('purge')
+    @HttpCode(HttpStatus.OK)
+    async purge(@Body() body: unknown): Promise<{ deleted: number }> {
+      return { deleted: await this.jobs.purge(purgeOptionsFromBody(body)) };
+    }
+
+    /** 200 with the row when the job is in the action's target status afterwards; 409 with the row otherwise. */
+    private async change(id: string, action: 'retry' | 'cancel'): Promise<DashboardJobRecord> {
+      let job: JobRecord;
+      try {
+        job = await requireJob(id, this.jobs[action](id));
+      } catch (error) {
+        if (jobErrorStatus(error) !== HttpStatus.CONFLICT) throw error;
+        throw conflict(error as JobsError, await this.jobs.findById(id));
+      }
+      if (job.status !== TARGET_STATUS[action]) throw conflict(new JobStateConflictError(action, id, job.status), job);
+      return view(job);
+    }
+  }
+
+  /** 409 in `JobsExceptionFilter`'s shape, plus the job as it is now so the page can show why. */
+  const conflict = (error: JobsError, job: JobRecord | null): HttpException =>
+    new HttpException(
+      { statusCode: HttpStatus.CONFLICT, error: error.name, message: jobErrorMessage(error), job: job && view(job) },
+      HttpStatus.CONFLICT,
+      { cause: error },
+    );
+
+  return options.readOnly
+    ? [JobsDashboardReadController]
+    : [JobsDashboardReadController, JobsDashboardActionsController];
+}

@@ -1,0 +1,62 @@
+import type { CanActivate, Type } from '@nestjs/common';
+import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error';
+import { InvalidOptionError } from '../errors/invalid-option.error';
+
+/** Options of `JobsDashboardModule.forRoot`. */
+export interface JobsDashboardOptions {
+  /** Where the dashboard is mounted; its JSON API is under `<path>/api/`. @default 'jobs' */
+  path?: string;
+  /**
+   * Guards every dashboard route (reads included): a Nest `CanActivate` class, instantiated by Nest in the dashboard's
+   * module, so it can inject global providers (e.g. `JobsService`, a global auth or config module's services).
+   * Required unless `allowAnonymous` is `true`.
+   */
+  guard?: Type<CanActivate>;
+  /** Serve the dashboard without a guard, to anyone who can reach the app. @default false */
+  allowAnonymous?: boolean;
+  /** Do not mount the state-changing routes (retry, cancel, bulk retry, purge): they answer 404. @default false */
+  readOnly?: boolean;
+  /** Include jobs' `payload` and `result` in answers (they may hold personal data or secrets). @default false */
+  showPayloads?: boolean;
+}
+
+/** The options with defaults applied; `path` has no leading or trailing slash. */
+export interface ResolvedDashboardOptions {
+  path: string;
+  guard: Type<CanActivate> | null;
+  readOnly: boolean;
+  showPayloads: boolean;
+}
+
+const DASHBOARD_OPTION_KEYS: readonly string[] = ['path', 'guard', 'allowAnonymous', 'readOnly', 'showPayloads'];
+/** URL path segments of unreserved characters only: no `..`, query, fragment or route pattern syntax. */
+const PATH_PATTERN = /^(?!.*(?:^|\/)\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
+
+/** Checks `forRoot`'s options; without a guard the dashboard refuses to exist unless anonymity was asked for. */
+export function resolveDashboardOptions(options: JobsDashboardOptions = {}): ResolvedDashboardOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new InvalidOptionError('options', options, 'must be an object');
+  }
+  const unknown = Object.keys(options).find((key) => !DASHBOARD_OPTION_KEYS.includes(key));
+  if (unknown !== undefined) {
+    const given = (options as Record<string, unknown>)[unknown];
+    throw new InvalidOptionError(unknown, given, `is not a dashboard option (${DASHBOARD_OPTION_KEYS.join(', ')})`);
+  }
+  const { path = 'jobs', guard, allowAnonymous = false, readOnly = false, showPayloads = false } = options;
+  for (const [name, value] of Object.entries({ allowAnonymous, readOnly, showPayloads })) {
+    if (typeof value !== 'boolean') throw new InvalidOptionError(name, value, 'must be a boolean');
+  }
+  if (guard !== undefined && typeof guard !== 'function') {
+    throw new InvalidOptionError('guard', guard, 'must be a CanActivate class (resolved through DI)');
+  }
+  if (guard === undefined && !allowAnonymous) throw new DashboardGuardRequiredError();
+  const trimmed = typeof path === 'string' ? path.replace(/^\/+|\/+$/g, '') : path;
+  if (typeof trimmed !== 'string' || !PATH_PATTERN.test(trimmed)) {
+    throw new InvalidOptionError(
+      'path',
+      path,
+      'must be a non-empty URL path of letters, digits, ".", "_", "~" and "-"',
+    );
+  }
+  return { path: trimmed, guard: guard ?? null, readOnly, showPayloads };
+}
