@@ -16,7 +16,8 @@ const ISO_DATE = /^\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,3})?)?(?:Z
  * `limit` as a decimal integer. Other keys go on as strings, so `list` itself refuses the ones it does not know.
  */
 export function listOptionsFromQuery(query: QueryString): ListJobsOptions {
-  const options: Record<string, unknown> = {};
+  // No prototype: a `__proto__` key stays an own key that `list` refuses, instead of vanishing on assignment.
+  const options: Record<string, unknown> = Object.create(null);
   for (const [key, raw] of Object.entries(query)) {
     if (key === 'status') options.status = statusList(raw);
     else if (key === 'limit') options.limit = integer(key, single(key, raw));
@@ -28,7 +29,7 @@ export function listOptionsFromQuery(query: QueryString): ListJobsOptions {
 
 /** `metrics`' options from a query string, each defaulting to the last hour by minute. */
 export function metricsOptionsFromQuery(query: QueryString): JobMetricsOptions {
-  const options: Record<string, unknown> = { ...DEFAULT_METRICS_OPTIONS };
+  const options: Record<string, unknown> = Object.assign(Object.create(null), DEFAULT_METRICS_OPTIONS);
   for (const [key, raw] of Object.entries(query)) {
     const value = single(key, raw);
     options[key] = key === 'windowMs' || key === 'bucketMs' ? integer(key, value) : value;
@@ -70,9 +71,17 @@ function integer(key: string, raw: string): number {
 }
 
 function isoDate(key: string, raw: unknown): Date {
-  const date = typeof raw === 'string' && ISO_DATE.test(raw) ? new Date(raw) : null;
+  const date = typeof raw === 'string' && ISO_DATE.test(raw) && realDay(raw) ? new Date(raw) : null;
   if (date === null || Number.isNaN(date.getTime())) {
     throw new InvalidOptionError(key, raw, 'must be an ISO 8601 date, e.g. 2026-01-31T12:00:00Z');
   }
   return date;
+}
+
+/** Whether the string's calendar day exists: `Date` rolls 2026-02-30 over to March 2, so a filter would shift. */
+function realDay(iso: string): boolean {
+  const [year, month, day] = iso.slice(0, 10).split('-').map(Number) as [number, number, number];
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0-99 as 1900-1999
+  return date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }

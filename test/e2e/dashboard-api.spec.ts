@@ -357,6 +357,13 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
       ['GET', '/jobs/api/metrics?windowMs=1000&bucketMs=5000', undefined, 400, 'bucketMs'],
       ['GET', '/jobs/api/metrics?bucketMs=abc', undefined, 400, 'bucketMs'],
       ['GET', '/jobs/api/nothing', undefined, 404],
+      // An impossible calendar day is refused, not rolled over into the next month (a purge would delete more).
+      ['GET', '/jobs/api/jobs?from=2026-02-30', undefined, 400, 'from'],
+      ['GET', '/jobs/api/jobs?to=2026-04-31T00:00:00Z', undefined, 400, 'to'],
+      ['POST', '/jobs/api/purge', { status: 'dead', finishedBefore: '2026-02-31T00:00:00Z' }, 400, 'finishedBefore'],
+      // A key the query parser would otherwise drop silently is refused like any unknown key.
+      ['GET', '/jobs/api/jobs?__proto__=x', undefined, 400, '__proto__'],
+      ['GET', '/jobs/api/metrics?__proto__=x', undefined, 400, '__proto__'],
     ];
     expect(cases.length).toBeGreaterThanOrEqual(15);
     const answers = [];
