@@ -25,7 +25,7 @@ import { type JobMetricsOptions, resolveMetricsOptions } from './query/job-metri
 import { encodeListCursor } from './query/list-cursor';
 import { type JobListPage, type ListJobsOptions, resolveListQuery } from './query/list-jobs-options';
 import { JobRetention } from './retention/job-retention.service';
-import { type PurgeOptions, resolvePurgeFilter } from './retention/purge-options';
+import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from './retention/purge-options';
 import { SWEEP_BATCH_SIZE } from './retention/retention-sweeper.service';
 import type {
   CatalogueEnqueueArgs,
@@ -201,12 +201,15 @@ export class JobsService {
    */
   async purge(options: PurgeOptions): Promise<number> {
     const filter = resolvePurgeFilter(options);
+    const limit = purgeLimit(options);
     let deleted = 0;
-    for (;;) {
-      const batch = await this.repository.deleteFinished(filter, now(), SWEEP_BATCH_SIZE);
+    while (deleted < limit) {
+      const size = Math.min(SWEEP_BATCH_SIZE, limit - deleted);
+      const batch = await this.repository.deleteFinished(filter, now(), size);
       deleted += batch.deleted;
-      if (batch.found < SWEEP_BATCH_SIZE) return deleted;
+      if (batch.found < size) break;
     }
+    return deleted;
   }
 
   /** Number of jobs per status (every status present, zero included). */

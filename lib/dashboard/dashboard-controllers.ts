@@ -37,6 +37,9 @@ import { findDashboardJob } from './find-job';
 import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
 
 /** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
+/** Jobs one `POST purge` deletes at most (as bulk retry's cap: a request's work is bounded). */
+const PURGE_PER_CALL = 1_000;
+
 const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfies Record<string, JobStatus>;
 
 /**
@@ -101,8 +104,10 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
 
     @Post('purge')
     @HttpCode(HttpStatus.OK)
-    async purge(@Body() body: unknown): Promise<{ deleted: number }> {
-      return { deleted: await this.jobs.purge(purgeOptionsFromBody(body)) };
+    async purge(@Body() body: unknown): Promise<{ deleted: number; more: boolean }> {
+      // Bounded like bulk retry: one request never runs for minutes; `more` says to call again.
+      const deleted = await this.jobs.purge({ ...purgeOptionsFromBody(body), limit: PURGE_PER_CALL });
+      return { deleted, more: deleted === PURGE_PER_CALL };
     }
 
     /** 200 with the row when the job is in the action's target status afterwards; 409 with the row otherwise. */

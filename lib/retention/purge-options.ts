@@ -2,7 +2,7 @@ import { InvalidOptionError } from '../errors/invalid-option.error';
 import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
 import { FINISHED_STATUSES, type FinishedStatus } from '../persistence/job.types';
 import type { PurgeFilter } from '../persistence/jobs.repository';
-import { nonEmptyString } from '../utils/validate';
+import { nonEmptyString, positiveInteger } from '../utils/validate';
 
 /** What `JobsService.purge` deletes. */
 export interface PurgeOptions {
@@ -12,9 +12,16 @@ export interface PurgeOptions {
   name?: string;
   /** Only jobs finished strictly before this instant. @default whenever they finished */
   finishedBefore?: Date;
+  /** Delete at most this many (a positive integer); the rest stays for another call. @default all that match */
+  limit?: number;
 }
 
-const PURGE_OPTION_KEYS: readonly string[] = ['status', 'name', 'finishedBefore'];
+const PURGE_OPTION_KEYS: readonly string[] = ['status', 'name', 'finishedBefore', 'limit'];
+
+/** `purge`'s `limit`, checked: a positive integer, or no limit. */
+export function purgeLimit(options: PurgeOptions): number {
+  return options.limit === undefined ? Number.POSITIVE_INFINITY : positiveInteger('limit', options.limit);
+}
 
 /** Checks `purge`'s options before anything is deleted. */
 export function resolvePurgeFilter(options: PurgeOptions): PurgeFilter {

@@ -280,13 +280,43 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
     });
   });
 
+  it('purges at most 1,000 jobs per call and says when more are left, so one request cannot run for minutes', async () => {
+    const at = new Date();
+    await rows(app).insertMany(
+      Array.from({ length: 1_001 }, () => ({
+        name: 'mass-purged',
+        payload: null,
+        status: 'dead',
+        runAt: at,
+        priority: 0,
+        attemptCount: 1,
+        maxAttempts: 1,
+        attempts: [],
+        fencingToken: 1,
+        createdAt: at,
+        updatedAt: at,
+        finishedAt: at,
+      })),
+    );
+    const body = { status: 'dead', name: 'mass-purged' };
+    expect(await request('POST', '/jobs/api/purge', { body })).toEqual({
+      status: 200,
+      body: { deleted: 1_000, more: true },
+    });
+    expect(await rows(app).countDocuments({ name: 'mass-purged' })).toBe(1);
+    expect(await request('POST', '/jobs/api/purge', { body })).toEqual({
+      status: 200,
+      body: { deleted: 1, more: false },
+    });
+  });
+
   it('purges finished jobs and serves metrics and workers', async () => {
     const id = await enqueue('purged');
     await finish(app, id, 'dead');
     const kept = await enqueue('purged');
     expect(await request('POST', '/jobs/api/purge', { body: { status: 'dead', name: 'purged' } })).toEqual({
       status: 200,
-      body: { deleted: 1 },
+      body: { deleted: 1, more: false },
     });
     expect(await jobs.findById(id)).toBeNull();
     expect((await jobs.findById(kept))?.status).toBe('pending');
