@@ -109,4 +109,37 @@ describe('dashboard page in a real headless Chromium', () => {
     expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true);
     expect((await jobs.findById(deadId))?.status).toBe('completed');
   });
+
+  it('lists both worker apps in the fleet and drops the one that shut down, without reloading', async () => {
+    const second = await startApp(dbName, 'web-2');
+    try {
+      await page.goto(first.url);
+      const fleet = page.locator('#fleet tbody tr[data-worker]');
+      await waitFor(async () => (await fleet.count()) === 2, 'both workers in the fleet view');
+      expect(await fleet.evaluateAll((rows) => rows.map((row) => row.getAttribute('data-worker')).sort())).toEqual([
+        'web-1',
+        'web-2',
+      ]);
+    } finally {
+      await second.app.close();
+    }
+    const fleet = page.locator('#fleet tbody tr[data-worker]');
+    await waitFor(async () => (await fleet.count()) === 1, 'the closed worker to leave the fleet view');
+    expect(await fleet.first().getAttribute('data-worker')).toBe('web-1');
+  });
+
+  it('is usable from the keyboard: Enter on a focused job opens its panel, Escape closes it and returns focus', async () => {
+    await page.goto(`${first.url}?status=completed`);
+    const link = page.locator('#jobs tbody button.link').first();
+    await link.waitFor({ timeout: EXPECT_TIMEOUT });
+    const id = await link.textContent();
+    await link.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#panel-title', { hasText: `Job ${id}` }).waitFor({ timeout: EXPECT_TIMEOUT });
+    expect(await page.evaluate('document.activeElement.id')).toBe('panel');
+    await page.keyboard.press('Escape');
+    expect(await page.locator('#panel').isHidden()).toBe(true);
+    expect(await page.evaluate('document.activeElement.dataset.key')).toBe(id);
+    expect(new URL(page.url()).searchParams.get('job')).toBeNull();
+  });
 });
