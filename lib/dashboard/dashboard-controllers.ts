@@ -24,6 +24,7 @@ import { JobsService } from '../jobs.service';
 import type { JobRecord, JobStatus } from '../persistence/job.types';
 import type { JobMetrics } from '../query/job-metrics';
 import { type BulkRetryResult, bulkRetry } from './bulk-retry';
+import { createDashboardPageController } from './dashboard-page.controller';
 import {
   jsonObject,
   listOptionsFromQuery,
@@ -132,7 +133,8 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
       { cause: error },
     );
 
+  const page = createDashboardPageController(options);
   return options.readOnly
-    ? [JobsDashboardReadController]
-    : [JobsDashboardReadController, JobsDashboardActionsController];
+    ? [JobsDashboardReadController, page]
+    : [JobsDashboardReadController, JobsDashboardActionsController, page];
 }

@@ -1,0 +1,318 @@
+// The jobs dashboard page: vanilla JavaScript, no build step, no dependency. It reads and writes the filters in the
+// URL's query string (shareable), talks to `api/` relative to the page, and refreshes in place every few seconds.
+
+const STATUSES = ['pending', 'running', 'completed', 'failed', 'dead', 'cancelled'];
+const FILTERS = ['status', 'name', 'search'];
+const REFRESH_MS = 3000;
+const PAGE_SIZE = 50;
+const readOnly = document.body.dataset.readOnly === 'true';
+
+/** What the page shows, kept between refreshes so a refresh does not lose the user's place. */
+const state = { jobs: [], nextCursor: null, openId: null, timer: null };
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes ?? {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'onclick') node.addEventListener('click', value);
+    else node.setAttribute(key, value === true ? '' : String(value));
+  }
+  for (const child of children) node.append(child ?? '');
+  return node;
+}
+
+function formatDate(value) {
+  return value ? new Date(value).toLocaleString() : '—';
+}
+
+function formatAge(ms) {
+  if (ms === null || ms === undefined) return '—';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}
+
+function statusBadge(status) {
+  return el('span', { class: `status status-${status}` }, status);
+}
+
+/** The filters as in the URL. */
+function currentFilters() {
+  const params = new URLSearchParams(location.search);
+  return Object.fromEntries(FILTERS.map((key) => [key, params.get(key) ?? '']));
+}
+
+function setUrl(changes) {
+  const params = new URLSearchParams(location.search);
+  for (const [key, value] of Object.entries(changes)) {
+    if (value) params.set(key, value);
+    else params.delete(key);
+  }
+  const query = params.toString();
+  history.pushState(null, '', query ? `?${query}` : location.pathname);
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: { accept: 'application/json' }, credentials: 'same-origin' };
+  if (method === 'POST') {
+    init.headers['content-type'] = 'application/json';
+    init.headers['x-jobs-dashboard'] = '1';
+    init.body = JSON.stringify(body ?? {});
+  }
+  const response = await fetch(`api/${path}`, init);
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = new Error(answer.message ?? `${response.status} ${response.statusText}`);
+    error.answer = answer;
+    throw error;
+  }
+  return answer;
+}
+
+/** Re-renders a tbody, keeping focus on the same control when it still exists. */
+function replaceRows(tbody, rows) {
+  const focused = tbody.contains(document.activeElement) ? document.activeElement.dataset.key : undefined;
+  tbody.replaceChildren(...rows);
+  if (focused) tbody.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus();
+}
+
+function renderCounts(metrics) {
+  const head = el('tr', {}, el('th', { scope: 'col' }, 'Name'));
+  for (const status of STATUSES) head.append(el('th', { scope: 'col', class: 'num' }, status));
+  head.append(el('th', { scope: 'col', class: 'num' }, 'Oldest waiting'));
+  $('counts').tHead.replaceChildren(head);
+  const rows = metrics.names.map((entry) => {
+    const row = el('tr', {}, el('th', { scope: 'row' }, entry.name));
+    for (const status of STATUSES) {
+      const count = entry.counts[status];
+      const filter = () => applyFilters({ name: entry.name, status, search: '' });
+      const cell = count
+        ? el('button', { class: 'link', 'data-key': `${entry.name}/${status}`, onclick: filter }, String(count))
+        : '0';
+      row.append(el('td', { class: 'num' }, cell));
+    }
+    row.append(el('td', { class: 'num' }, formatAge(entry.oldestPendingAgeMs)));
+    return row;
+  });
+  if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: STATUSES.length + 2 }, 'No jobs yet.')));
+  replaceRows($('counts').tBodies[0], rows);
+}
+
+function jobRow(job) {
+  const open = () => openJob(job.id, true);
+  return el(
+    'tr',
+    { 'data-id': job.id, 'aria-current': job.id === state.openId ? 'true' : undefined },
+    el(
+      'td',
+      {},
+      el('button', { class: 'link', 'data-key': job.id, onclick: open, 'aria-label': `Open job ${job.id}` }, job.id),
+    ),
+    el('td', {}, job.name),
+    el('td', {}, statusBadge(job.status)),
+    el('td', { class: 'num' }, `${job.attemptCount}/${job.maxAttempts}`),
+    el('td', {}, formatDate(job.createdAt)),
+  );
+}
+
+function renderJobs() {
+  const rows = state.jobs.map(jobRow);
+  if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 5 }, 'No job matches these filters.')));
+  replaceRows($('jobs').tBodies[0], rows);
+  $('more').hidden = state.nextCursor === null;
+}
+
+function listQuery(limit, cursor) {
+  const params = new URLSearchParams({ limit: String(limit) });
+  for (const [key, value] of Object.entries(currentFilters())) if (value) params.set(key, value);
+  if (cursor) params.set('cursor', cursor);
+  return `jobs?${params}`;
+}
+
+/** The first page again, as long as what is already shown (up to the API's 200), so the scroll position holds. */
+async function refreshJobs() {
+  const limit = Math.min(200, Math.max(PAGE_SIZE, state.jobs.length));
+  try {
+    const page = await api('GET', listQuery(limit));
+    state.jobs = page.jobs;
+    state.nextCursor = page.nextCursor;
+    $('list-error').hidden = true;
+  } catch (error) {
+    state.jobs = [];
+    state.nextCursor = null;
+    $('list-error').textContent = error.message;
+    $('list-error').hidden = false;
+  }
+  renderJobs();
+}
+
+async function loadMore() {
+  const page = await api('GET', listQuery(PAGE_SIZE, state.nextCursor));
+  state.jobs = state.jobs.concat(page.jobs);
+  state.nextCursor = page.nextCursor;
+  renderJobs();
+}
+
+function field(name, value) {
+  return [el('dt', {}, name), el('dd', {}, value)];
+}
+
+function json(value) {
+  return el('pre', {}, JSON.stringify(value, null, 2));
+}
+
+function renderPanel(job) {
+  $('panel-title').textContent = `Job ${job.id}`;
+  const fields = [
+    ...field('Status', statusBadge(job.status)),
+    ...field('Name', job.name),
+    ...field('Attempts', `${job.attemptCount} of ${job.maxAttempts}`),
+    ...field('Last error', job.lastError ?? '—'),
+    ...field('Progress', job.progress === null ? '—' : json(job.progress)),
+    ...field('Lease holder', job.lockedBy ?? '—'),
+    ...field('Lease deadline', formatDate(job.lockedUntil)),
+    ...field('Dedupe key', job.dedupeKey ?? '—'),
+    ...field('Priority', String(job.priority)),
+    ...field('Created', formatDate(job.createdAt)),
+    ...field('Run at', formatDate(job.runAt)),
+    ...field('Started', formatDate(job.startedAt)),
+    ...field('Finished', formatDate(job.finishedAt)),
+  ];
+  if ('payload' in job) fields.push(...field('Payload', json(job.payload)));
+  if ('result' in job) fields.push(...field('Result', json(job.result)));
+  $('panel-fields').replaceChildren(...fields);
+  const attempts = job.attempts.map((attempt) =>
+    el('li', {}, `${formatDate(attempt.at)} — ${attempt.errorClass}: `, el('span', { class: 'error' }, attempt.error)),
+  );
+  $('panel-attempts').replaceChildren(...(attempts.length ? attempts : [el('li', {}, 'No failed attempt.')]));
+  $('retry').hidden = readOnly || !['dead', 'failed', 'cancelled'].includes(job.status);
+  $('cancel').hidden = readOnly || !['pending', 'running'].includes(job.status);
+  $('panel').hidden = false;
+  for (const row of $('jobs').tBodies[0].rows) {
+    if (row.dataset.id === job.id) row.setAttribute('aria-current', 'true');
+    else row.removeAttribute('aria-current');
+  }
+}
+
+async function openJob(id, focus) {
+  if (id !== state.openId) {
+    state.openId = id;
+    setUrl({ job: id });
+    $('panel-message').textContent = '';
+  }
+  await refreshPanel();
+  if (focus) $('panel').focus();
+}
+
+async function refreshPanel() {
+  if (!state.openId) {
+    $('panel').hidden = true;
+    return;
+  }
+  try {
+    renderPanel(await api('GET', `jobs/${encodeURIComponent(state.openId)}`));
+  } catch (error) {
+    $('panel-message').textContent = error.message;
+  }
+}
+
+function closePanel() {
+  const id = state.openId;
+  state.openId = null;
+  setUrl({ job: '' });
+  $('panel').hidden = true;
+  $('jobs')
+    .querySelector(`[data-key="${CSS.escape(id ?? '')}"]`)
+    ?.focus();
+}
+
+async function act(action) {
+  try {
+    const job = await api('POST', `jobs/${encodeURIComponent(state.openId)}/${action}`, {});
+    $('panel-message').textContent = action === 'retry' ? 'Retried: the job is pending again.' : 'Cancelled.';
+    renderPanel(job);
+  } catch (error) {
+    $('panel-message').textContent = error.message;
+    if (error.answer?.job) renderPanel(error.answer.job);
+  }
+  await refreshJobs();
+}
+
+function renderFleet({ workers }) {
+  const rows = workers.map((worker) =>
+    el(
+      'tr',
+      { 'data-worker': worker.workerId },
+      el('td', {}, worker.workerId),
+      el('td', {}, `${worker.host} / ${worker.pid}`),
+      el('td', {}, worker.names.join(', ') || '—'),
+      el('td', { class: 'num' }, `${worker.running}/${worker.concurrency}`),
+      el('td', {}, formatDate(worker.lastSeenAt)),
+      el('td', {}, worker.version),
+    ),
+  );
+  if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 6 }, 'No live worker.')));
+  replaceRows($('fleet').tBodies[0], rows);
+}
+
+async function refreshAll() {
+  const results = await Promise.allSettled([
+    api('GET', 'metrics').then(renderCounts),
+    refreshJobs(),
+    refreshPanel(),
+    api('GET', 'workers').then(renderFleet),
+  ]);
+  const failed = results.find((result) => result.status === 'rejected');
+  $('updated').textContent = failed
+    ? `Refresh failed: ${failed.reason.message}`
+    : `Updated ${new Date().toLocaleTimeString()}`;
+}
+
+function schedule() {
+  clearTimeout(state.timer);
+  if ($('auto-refresh').checked) {
+    state.timer = setTimeout(async () => {
+      await refreshAll();
+      schedule();
+    }, REFRESH_MS);
+  }
+}
+
+/** Sets the form from the URL (on load and on back/forward). */
+function readUrl() {
+  const filters = currentFilters();
+  for (const key of FILTERS) $('filters').elements[key].value = filters[key];
+  state.openId = new URLSearchParams(location.search).get('job');
+}
+
+function applyFilters(filters) {
+  setUrl(filters);
+  readUrl();
+  state.jobs = [];
+  refreshJobs();
+}
+
+$('filters').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const form = new FormData($('filters'));
+  applyFilters(Object.fromEntries(FILTERS.map((key) => [key, String(form.get(key) ?? '').trim()])));
+});
+$('clear-filters').addEventListener('click', () => applyFilters({ status: '', name: '', search: '' }));
+$('more').addEventListener('click', loadMore);
+$('retry').addEventListener('click', () => act('retry'));
+$('cancel').addEventListener('click', () => act('cancel'));
+$('close-panel').addEventListener('click', closePanel);
+$('panel').addEventListener('keydown', (event) => {
+  if (event.key === 'Escape') closePanel();
+});
+$('auto-refresh').addEventListener('change', schedule);
+window.addEventListener('popstate', () => {
+  readUrl();
+  state.jobs = [];
+  refreshAll();
+});
+
+readUrl();
+refreshAll().then(schedule);
