@@ -2,6 +2,7 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
 import { ScheduleModule } from '@nestjs/schedule';
 import { JobsModule } from '../lib';
+import { JobsDashboardModule } from '../lib/dashboard';
 import { JobsHealthModule } from '../lib/health';
 import { HealthController } from './health.controller';
 import { JobsController } from './jobs.controller';
@@ -17,6 +18,9 @@ export class AppModule {
         ScheduleModule.forRoot(), // needed by cron handlers
         JobsModule.forRoot({ concurrency: 4 }),
         JobsHealthModule,
+        // Anonymous only because the sample listens on 127.0.0.1 for a local demo. A real app passes its own
+        // `guard` (a CanActivate class); without one, or this explicit opt-out, bootstrap fails on purpose.
+        JobsDashboardModule.forRoot({ path: 'dashboard', allowAnonymous: true, showPayloads: true }),
       ],
       controllers: [JobsController, HealthController],
       providers: [SampleHandlers],

@@ -19,6 +19,7 @@ async function main(): Promise<void> {
   console.log(`Sample app listening on ${url}`);
   console.log(`Try: curl -s -X POST ${url}/jobs/hello -H 'content-type: application/json' -d '{"name":"Ada"}'`);
   console.log(`Then: curl -s ${url}/jobs/<id from the answer>   (and ${url}/jobs/stats)`);
+  console.log(`Dashboard: ${url}/dashboard`);
 
   if (process.env.SAMPLE_EXIT_AFTER_BOOT) {
     // Smoke mode (tests, CI): boot, then shut down the way a signal would.

@@ -76,4 +76,15 @@ describe('sample app over HTTP', () => {
       body: { status: 'ok', info: { jobs: { status: 'up' } } },
     });
   });
+
+  it('mounts the dashboard anonymously at /dashboard: the page and its API answer', async () => {
+    const page = await fetch(`${base}/dashboard`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const job = (await post('/jobs/hello', { name: 'Ada' })).body;
+    await waitFor(async () => (await get(`/jobs/${job.id}`)).body.status === 'completed', 'the job to complete');
+    const listed = await get('/dashboard/api/jobs?name=hello');
+    expect(listed.status).toBe(200);
+    expect(JSON.stringify(listed.body)).toContain(job.id);
+  });
 });
