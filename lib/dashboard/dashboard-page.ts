@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /** A file of the dashboard page, read once from `lib/dashboard/page/` (shipped in the package, no CDN). */
 export interface DashboardAsset {
@@ -14,12 +14,18 @@ const ASSET_TYPES: Record<string, string> = {
 };
 
 /**
- * Where the page's files are. The built package runs as CommonJS from `dist/dashboard/`, and `files` ships `lib/`;
- * the sources run as ES modules only under jest (from the repository root), where `__dirname` does not exist.
+ * Where the page's files are: `lib/dashboard/page/` of the package, found by walking up from the running code. The
+ * package runs from `dist/dashboard/` (and ships `lib/`), the sample and the benchmarks from their own build folders
+ * under `.cache/`, and the sources under jest (ES modules, no `__dirname`) from the repository root.
  */
 function pageDirectory(): string {
-  const root = typeof __dirname === 'string' ? join(__dirname, '..', '..') : process.cwd();
-  return join(root, 'lib', 'dashboard', 'page');
+  let directory = typeof __dirname === 'string' ? __dirname : process.cwd();
+  for (let level = 0; level < 6; level += 1) {
+    const candidate = join(directory, 'lib', 'dashboard', 'page');
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+    directory = dirname(directory);
+  }
+  throw new Error('The dashboard page (lib/dashboard/page/index.html) is missing from the installed package');
 }
 
 /** Reads the page (its `__BASE__` placeholder still to fill) and its assets. */
