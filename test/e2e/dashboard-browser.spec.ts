@@ -108,6 +108,27 @@ describe('dashboard page in a real headless Chromium', () => {
     await panel.locator('.status-completed').first().waitFor({ timeout: EXPECT_TIMEOUT });
     expect(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded)).toBe(true);
     expect((await jobs.findById(deadId))?.status).toBe('completed');
+
+    // The panel's timeline runs from created to finished, in order, with the failed attempt in between.
+    const timeline = panel.locator('#panel-timeline li');
+    await panel.locator('#panel-timeline li[data-event="finished"]').waitFor({ timeout: EXPECT_TIMEOUT });
+    const events = await timeline.evaluateAll((items) => items.map((item) => item.getAttribute('data-event')));
+    expect(events[0]).toBe('created');
+    expect(events).toContain('attempt');
+    expect(events.at(-1)).toBe('finished');
+
+    // The throughput chart counts the completion in its bucket (the current one when it finished; named by start so
+    // a minute rolling over meanwhile cannot flake), and its caption sums the window by current status: the retried
+    // row now counts as completed, no longer as dead.
+    const finishedAt = (await jobs.findById(deadId))?.finishedAt?.getTime() ?? 0;
+    const bucketStart = new Date(Math.floor(finishedAt / 60_000) * 60_000).toISOString();
+    const bar = page.locator(`#throughput svg [data-start="${bucketStart}"] [data-status="completed"]`);
+    await waitFor(
+      async () => (await bar.count()) === 1 && Number(await bar.getAttribute('data-count')) >= 1,
+      'the completion in its bucket of the chart',
+    );
+    expect(await page.locator('#throughput figcaption').textContent()).toMatch(/\b1 completed, 0 failed, 0 dead\b/);
+    expect(await page.locator('#throughput svg').getAttribute('aria-label')).toMatch(/1 completed/);
   });
 
   it('lists both worker apps in the fleet and drops the one that shut down, without reloading', async () => {

@@ -100,6 +100,70 @@ function renderCounts(metrics) {
   replaceRows($('counts').tBodies[0], rows);
 }
 
+const SVG = 'http://www.w3.org/2000/svg';
+/** Stacked bottom-up in this order; the colours come from the stylesheet (light and dark). */
+const SERIES = ['completed', 'failed', 'dead'];
+const CHART = { width: 600, height: 120 };
+
+function svg(tag, attributes, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, String(value));
+  node.append(...children);
+  return node;
+}
+
+/** Sums every name's buckets: the chart is of the whole queue. Buckets line up across names (same window). */
+function queueBuckets(metrics) {
+  const buckets = [];
+  for (const entry of metrics.names) {
+    entry.buckets.forEach((bucket, index) => {
+      buckets[index] ??= { start: bucket.start, completed: 0, failed: 0, dead: 0 };
+      for (const status of SERIES) buckets[index][status] += bucket[status];
+    });
+  }
+  return buckets;
+}
+
+/** A stacked bar per bucket as inline SVG (no library); the caption and aria-label carry the totals as text. */
+function renderThroughput(metrics) {
+  const buckets = queueBuckets(metrics);
+  const totals = Object.fromEntries(SERIES.map((status) => [status, 0]));
+  for (const bucket of buckets) for (const status of SERIES) totals[status] += bucket[status];
+  const summary =
+    `Last ${formatAge(metrics.windowMs)} in ${formatAge(metrics.bucketMs)} buckets: ` +
+    `${totals.completed} completed, ${totals.failed} failed, ${totals.dead} dead`;
+  const peak = Math.max(1, ...buckets.map((bucket) => bucket.completed + bucket.failed + bucket.dead));
+  const width = CHART.width / Math.max(1, buckets.length);
+  const bars = buckets.map((bucket, index) => {
+    let y = CHART.height;
+    const rects = SERIES.map((status) => {
+      const height = (bucket[status] / peak) * CHART.height;
+      y -= height;
+      return svg('rect', {
+        class: `bar-${status}`,
+        'data-status': status,
+        'data-count': bucket[status],
+        x: index * width,
+        y,
+        width: Math.max(1, width - 1),
+        height,
+      });
+    });
+    const label = `${formatDate(bucket.start)}: ${SERIES.map((status) => `${bucket[status]} ${status}`).join(', ')}`;
+    const current = index === buckets.length - 1;
+    return svg('g', { 'data-start': bucket.start, 'data-current': current }, svg('title', {}, label), ...rects);
+  });
+  const chart = $('throughput').querySelector('svg');
+  chart.setAttribute('aria-label', summary);
+  chart.replaceChildren(...bars);
+  $('throughput').querySelector('figcaption').textContent = summary;
+}
+
+function renderMetrics(metrics) {
+  renderCounts(metrics);
+  renderThroughput(metrics);
+}
+
 function jobRow(job) {
   const open = () => openJob(job.id, true);
   return el(
@@ -163,7 +227,29 @@ function json(value) {
   return el('pre', {}, JSON.stringify(value, null, 2));
 }
 
+/** The record's lifecycle in time order: created, scheduled run, each failed attempt, last start, finish. */
+function timelineEvents(job) {
+  const events = [{ event: 'created', at: job.createdAt, text: 'Created' }];
+  if (job.runAt && job.runAt !== job.createdAt) events.push({ event: 'scheduled', at: job.runAt, text: 'Due to run' });
+  job.attempts.forEach((attempt, index) => {
+    const text = `Attempt ${index + 1} failed — ${attempt.errorClass}: ${attempt.error}`;
+    events.push({ event: 'attempt', at: attempt.at, text });
+  });
+  if (job.startedAt) events.push({ event: 'started', at: job.startedAt, text: 'Started' });
+  if (job.finishedAt) events.push({ event: 'finished', at: job.finishedAt, text: `Finished: ${job.status}` });
+  // A stable sort keeps the order above for equal instants (created before its run, an attempt before the finish).
+  return events.sort((a, b) => new Date(a.at) - new Date(b.at));
+}
+
+function renderTimeline(job) {
+  const items = timelineEvents(job).map(({ event, at, text }) =>
+    el('li', { 'data-event': event }, el('time', { datetime: at }, formatDate(at)), ` ${text}`),
+  );
+  $('panel-timeline').replaceChildren(...items);
+}
+
 function renderPanel(job) {
+  renderTimeline(job);
   $('panel-title').textContent = `Job ${job.id}`;
   const fields = [
     ...field('Status', statusBadge(job.status)),
@@ -259,7 +345,7 @@ function renderFleet({ workers }) {
 
 async function refreshAll() {
   const results = await Promise.allSettled([
-    api('GET', 'metrics').then(renderCounts),
+    api('GET', 'metrics').then(renderMetrics),
     refreshJobs(),
     refreshPanel(),
     api('GET', 'workers').then(renderFleet),
