@@ -21,11 +21,13 @@ describe('a CommonJS NestJS 11 + mongoose 8 app', () => {
         stdio: 'ignore',
       });
     }
-    // The package as an app installs it: dist/ and package.json (its exports map) under node_modules.
+    // The package as an app installs it: what `files` ships (dist/, and lib/ with the dashboard page) and
+    // package.json (its exports map) under node_modules.
     const installed = join(appDir, 'node_modules', 'nestjs-mongo-jobs');
     rmSync(installed, { recursive: true, force: true });
     mkdirSync(installed, { recursive: true });
     cpSync(resolve('dist'), join(installed, 'dist'), { recursive: true });
+    cpSync(resolve('lib'), join(installed, 'lib'), { recursive: true });
     cpSync(resolve('package.json'), join(installed, 'package.json'));
 
     const out = execFileSync(process.execPath, ['app.cjs', testMongoUri(), uniqueDatabaseName('nest11')], {
