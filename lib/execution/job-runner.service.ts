@@ -162,6 +162,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       // lockedUntil is a Date: whyNotRunnable checked the row.
       {
         jobId: doc._id,
+        jobHex: jobId,
         lockId,
         lockedUntil: doc.lockedUntil as Date,
         claimedAt: doc.startedAt,

@@ -4,17 +4,9 @@ import type { JobsWorker } from './jobs-worker';
  * A worker's presence document in `<collectionName>_workers`. The writer stamps when it counts as gone and when it
  * may be deleted, from its own refresh interval: readers and cleaners on other intervals then judge it rightly.
  */
-export interface WorkerPresenceDocument {
+export interface WorkerPresenceDocument extends Omit<JobsWorker, 'workerId'> {
   /** The workerId. */
   _id: string;
-  host: string;
-  pid: number;
-  startedAt: Date;
-  lastSeenAt: Date;
-  concurrency: number;
-  names: string[];
-  running: number;
-  version: string;
   refreshIntervalMs: number;
   /** lastSeenAt + 3 refreshes: listed while this is in the future. */
   liveUntil: Date;

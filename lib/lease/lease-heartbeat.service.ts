@@ -14,6 +14,8 @@ import { RenewalBatcher } from './renewal-batcher';
 /** The claimed row a lease is opened on, and the lease its handler asked for. */
 export interface LeaseTerms {
   jobId: Types.ObjectId;
+  /** The same id as hex, as the runner already has it (messages; not converted again per job). */
+  jobHex: string;
   lockId: string;
   /** The deadline the claim wrote. */
   lockedUntil: Date;
@@ -55,7 +57,7 @@ export class LeaseHeartbeat {
   ): Lease {
     const { jobId, lockId } = terms;
     return new Lease({
-      jobId: jobId.toHexString(),
+      jobId: terms.jobHex,
       lockId,
       lockedUntil: terms.lockedUntil,
       claimedAt: terms.claimedAt,
