@@ -122,6 +122,10 @@ describe('several claims in flight', () => {
       probe.log.push('sleep');
       return sleep(ms);
     };
+    // The burst that ran the last jobs may still have claims in flight: the loop sleeps only once they have all
+    // landed, so count from the first sleep on.
+    const drained = probe.log.length;
+    await waitFor(() => probe.log.slice(drained).includes('sleep'), 'the last burst to drain');
     probe.maxInFlight = 0;
     const from = probe.log.push('mark');
     await waitFor(() => probe.log.slice(from).filter((entry) => entry === 'sleep').length >= 6, 'six empty polls');
