@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -116,9 +115,7 @@ describe('OpenTelemetry traces and metrics (producer app A, worker app B, one co
     expect(inside.parentSpanContext?.spanId).toBe(process.spanContext().spanId);
 
     // The context is a small field of its own, never part of the payload.
-    const stored = await consumer.connection.db
-      ?.collection('jobs')
-      .findOne({ _id: new Types.ObjectId(job.id) });
+    const stored = await consumer.connection.db?.collection('jobs').findOne({ _id: new Types.ObjectId(job.id) });
     expect(stored?.payload).toEqual({ hello: 'world' });
     expect(stored?.traceContext).toEqual({
       traceparent: `00-${send.spanContext().traceId}-${send.spanContext().spanId}-01`,
@@ -132,7 +129,8 @@ describe('OpenTelemetry traces and metrics (producer app A, worker app B, one co
 
     const [send] = spansOf('send flaky');
     const [first, second] = spansOf('process flaky').sort(
-      (a, b) => Number(a.attributes['nestjs_mongo_jobs.job.attempt']) - Number(b.attributes['nestjs_mongo_jobs.job.attempt']),
+      (a, b) =>
+        Number(a.attributes['nestjs_mongo_jobs.job.attempt']) - Number(b.attributes['nestjs_mongo_jobs.job.attempt']),
     );
     for (const attempt of [first, second]) {
       expect(attempt.spanContext().traceId).toBe(send.spanContext().traceId);
@@ -210,7 +208,7 @@ describe('OpenTelemetry with telemetry: false', () => {
   it('emits no span, no metric and stores no trace context', async () => {
     const job = await app.jobs.enqueue('untraced', {});
     await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the job to complete');
-    expect(sdk.spans()).toEqual<ReadableSpan[]>([]);
+    expect(sdk.spans()).toEqual([]);
     const metrics = await sdk.collect();
     expect([...metrics.values()].filter((metric) => metric.dataPoints.length > 0)).toEqual([]);
     const stored = await app.connection.db?.collection('jobs').findOne({ _id: new Types.ObjectId(job.id) });

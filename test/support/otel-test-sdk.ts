@@ -5,8 +5,8 @@ import {
   type DataPoint,
   type Histogram,
   MeterProvider,
-  MetricReader,
   type MetricData,
+  MetricReader,
 } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
@@ -43,7 +43,8 @@ export function registerOtelTestSdk(): OtelTestSdk {
     collect: async () => {
       const { resourceMetrics } = await reader.collect();
       const byName = new Map<string, MetricData>();
-      for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) byName.set(metric.descriptor.name, metric);
+      for (const scope of resourceMetrics.scopeMetrics)
+        for (const metric of scope.metrics) byName.set(metric.descriptor.name, metric);
       return byName;
     },
     shutdown: async () => {
