@@ -22,6 +22,8 @@ export interface TelemetryTrial {
   /** From the enqueueMany call to the last completion: the producer span and the consumer spans are both in it. */
   totalMs: number;
   jobsPerSecond: number;
+  /** This process's CPU (user + system) per job: the client-side cost, where telemetry runs. */
+  clientCpuMsPerJob: number;
   spans: number;
 }
 
@@ -58,9 +60,11 @@ export async function runTelemetry(ctx: BenchContext, config: BenchConfig) {
     const rates = trials.filter((trial) => trial.variant === variant).map((trial) => trial.jobsPerSecond);
     const target = variant === 'noop' ? 0.95 : variant === 'sdk' ? 0.85 : null;
     const ratio = rate / off;
+    const cpuMs = median(trials.filter((trial) => trial.variant === variant).map((trial) => trial.clientCpuMsPerJob));
     return [
       variant,
       fmtInt(rate),
+      fmt(cpuMs, 3),
       `${fmtInt(Math.min(...rates))}–${fmtInt(Math.max(...rates))}`,
       fmt(ratio * 100, 1),
       target === null ? '' : `≥ ${fmt(target * 100, 0)} %: ${ratio >= target ? 'met' : 'not met'}`,
@@ -68,7 +72,7 @@ export async function runTelemetry(ctx: BenchContext, config: BenchConfig) {
   });
   const table = formatTable(
     `Telemetry overhead: ${jobs} no-op jobs, concurrency ${config.throughputConcurrency}, medians of ${rounds} interleaved rounds`,
-    ['variant', 'jobs/s', 'range', '% of off', 'target'],
+    ['variant', 'jobs/s', 'client CPU ms/job', 'range', '% of off', 'target'],
     rows,
   );
   return { jobs, rounds, trials, table };
@@ -103,11 +107,21 @@ async function telemetryTrial(
     });
     const items = Array.from({ length: n }, (_, i) => ({ name: JOB, payload: { i } }));
     const t0 = nowMs();
+    const cpu0 = process.cpuUsage();
     await service.enqueueMany(items);
     await withTimeout(allDone, TRIAL_TIMEOUT_MS, `telemetry ${variant}`);
     const totalMs = nowMs() - t0;
+    const cpu = process.cpuUsage(cpu0);
     subscription.unsubscribe();
-    return { variant, round, jobs: n, totalMs, jobsPerSecond: (n / totalMs) * 1000, spans: sdk?.spans().length ?? 0 };
+    return {
+      variant,
+      round,
+      jobs: n,
+      totalMs,
+      jobsPerSecond: (n / totalMs) * 1000,
+      clientCpuMsPerJob: (cpu.user + cpu.system) / 1000 / n,
+      spans: sdk?.spans().length ?? 0,
+    };
   } finally {
     await app.close();
     await sdk?.shutdown();
