@@ -55,8 +55,8 @@ export class JobEnqueuer {
     const docs = items.map((item) => this.documents.build(item?.name, item?.payload, item?.options ?? {}));
     if (docs.length === 0) return [];
     const ids = docs.map((doc) => doc._id.toHexString());
-    const store = () => this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs));
-    return this.telemetry ? this.telemetry.traceSend(docs, store) : store();
+    if (!this.telemetry) return this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs));
+    return this.telemetry.traceSend(docs, () => this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs)));
   }
 
   private async storeMany(docs: NewJobDocument[]): Promise<EnqueueResult[]> {
@@ -90,14 +90,16 @@ export class JobEnqueuer {
   /** Enqueues the job of one cron tick unless it exists already. Resolves true when this call stored it. */
   async enqueueTick(name: string, tick: Date): Promise<boolean> {
     const doc = this.documents.buildTick(name, tick);
-    const store = () =>
-      this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
-        const outcome = await this.repository.insert(doc);
-        if (outcome.kind !== 'inserted') return false;
-        this.announce([{ doc: outcome.doc, deduplicated: false }]);
-        return true;
-      });
-    return this.telemetry ? this.telemetry.traceSend([doc], store) : store();
+    return this.telemetry ? this.telemetry.traceSend([doc], () => this.storeTick(doc)) : this.storeTick(doc);
+  }
+
+  private storeTick(doc: NewJobDocument): Promise<boolean> {
+    return this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
+      const outcome = await this.repository.insert(doc);
+      if (outcome.kind !== 'inserted') return false;
+      this.announce([{ doc: outcome.doc, deduplicated: false }]);
+      return true;
+    });
   }
 
   /** An insert's result, or undefined when its dedupe key was held: `takeKey` then finds out by whom. */
