@@ -38,7 +38,7 @@ export class JobEnqueuer {
    */
   async enqueue(name: unknown, payload: unknown, options: EnqueueOptions): Promise<EnqueueResult> {
     const doc = this.documents.build(name, payload, options);
-    return this.telemetry ? this.telemetry.traceSend([doc], () => this.store(doc)) : this.store(doc);
+    return this.telemetry ? this.telemetry.traceSend([doc], () => this.store(doc), storedOne) : this.store(doc);
   }
 
   private store(doc: NewJobDocument): Promise<EnqueueResult> {
@@ -56,7 +56,11 @@ export class JobEnqueuer {
     if (docs.length === 0) return [];
     const ids = docs.map((doc) => doc._id.toHexString());
     if (!this.telemetry) return this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs));
-    return this.telemetry.traceSend(docs, () => this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs)));
+    return this.telemetry.traceSend(
+      docs,
+      () => this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs)),
+      storedOfMany,
+    );
   }
 
   private async storeMany(docs: NewJobDocument[]): Promise<EnqueueResult[]> {
@@ -90,7 +94,9 @@ export class JobEnqueuer {
   /** Enqueues the job of one cron tick unless it exists already. Resolves true when this call stored it. */
   async enqueueTick(name: string, tick: Date): Promise<boolean> {
     const doc = this.documents.buildTick(name, tick);
-    return this.telemetry ? this.telemetry.traceSend([doc], () => this.storeTick(doc)) : this.storeTick(doc);
+    return this.telemetry
+      ? this.telemetry.traceSend([doc], () => this.storeTick(doc), tickStored)
+      : this.storeTick(doc);
   }
 
   private storeTick(doc: NewJobDocument): Promise<boolean> {
@@ -134,4 +140,17 @@ export class JobEnqueuer {
       if (!deduplicated) this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
     }
   }
+}
+
+/** Whether a traced enqueue stored a new job (telemetry counts those as sent messages). */
+function storedOne(result: EnqueueResult): boolean {
+  return !result.deduplicated;
+}
+
+function storedOfMany(results: EnqueueResult[], index: number): boolean {
+  return !results[index]?.deduplicated;
+}
+
+function tickStored(stored: boolean): boolean {
+  return stored;
 }

@@ -12,9 +12,13 @@ export const JOBS_TELEMETRY = Symbol('JOBS_TELEMETRY');
 export interface JobsTelemetry {
   /**
    * Runs `send` (the insert of `docs`) inside a PRODUCER span, after storing that span's propagated context on
-   * every doc (`traceContext`); counts the messages sent.
+   * every doc (`traceContext`); counts the messages sent: the docs `stored` says were stored (by index in `docs`).
    */
-  traceSend<T>(docs: readonly NewJobDocument[], send: () => Promise<T>): Promise<T>;
+  traceSend<T>(
+    docs: readonly NewJobDocument[],
+    send: () => Promise<T>,
+    stored: (result: T, index: number) => boolean,
+  ): Promise<T>;
   /** Opens the CONSUMER span of one attempt (parent and link: the stored producer context); counts the delivery. */
   startAttempt(doc: JobDocument, jobId: string, attempt: number): AttemptTelemetry;
   leaseRenewed(name: string): void;

@@ -43,8 +43,12 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
   private readonly losses: Counter;
   private readonly pending: ObservableGauge;
   private readonly runningGauge: ObservableGauge;
-  /** Attributes per job name, built once: metrics are recorded per attempt. */
+  /** Attributes per job name (and per operation), built once: metrics are recorded per attempt. */
   private readonly nameAttributes = new Map<string, Attributes>();
+  private readonly sendAttributes = new Map<string, Attributes>();
+  private readonly processAttributes = new Map<string, Attributes>();
+  /** Names the gauges reported once: they keep reporting them (as 0 when no row is left), so a drained queue shows 0. */
+  private readonly gaugedNames = new Set<string>();
   private counts: CountRow[] = [];
   private countsReadAt = Number.NEGATIVE_INFINITY;
   private countsReading: Promise<void> | undefined;
@@ -104,7 +108,11 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     this.meter.removeBatchObservableCallback(this.observeCounts, [this.pending, this.runningGauge]);
   }
 
-  async traceSend<T>(docs: readonly NewJobDocument[], send: () => Promise<T>): Promise<T> {
+  async traceSend<T>(
+    docs: readonly NewJobDocument[],
+    send: () => Promise<T>,
+    stored: (result: T, index: number) => boolean,
+  ): Promise<T> {
     const { api } = this;
     const first = docs[0];
     const oneName = docs.every((doc) => doc.name === first.name);
@@ -124,17 +132,24 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
       parent,
     );
     const spanContext = api.trace.setSpan(parent, span);
-    const carrier: Record<string, string> = {};
-    api.propagation.inject(spanContext, carrier);
+    const carrier = injectedCarrier(api, spanContext);
     // One carrier for the batch: every job of it was created by this span.
-    if (Object.keys(carrier).length > 0) for (const doc of docs) doc.traceContext = carrier;
+    if (carrier) for (const doc of docs) doc.traceContext = carrier;
     try {
       const result = await api.context.with(spanContext, send);
-      for (const doc of docs) this.sent.add(1, this.attributesOf(doc.name));
+      // A job that was not stored (its dedupe key or its cron tick taken already) is no message sent.
+      let duplicates = 0;
+      for (const [index, doc] of docs.entries()) {
+        if (stored(result, index)) this.sent.add(1, this.sendAttributesOf(doc.name));
+        else duplicates += 1;
+      }
+      if (duplicates > 0) span.setAttribute(names.ATTR_DEDUPLICATED, duplicates);
       return result;
     } catch (error) {
       const errorType = failSpan(api, span, error);
-      for (const doc of docs) this.sent.add(1, { ...this.attributesOf(doc.name), [names.ATTR_ERROR_TYPE]: errorType });
+      for (const doc of docs) {
+        this.sent.add(1, { ...this.sendAttributesOf(doc.name), [names.ATTR_ERROR_TYPE]: errorType });
+      }
       throw error;
     } finally {
       span.end();
@@ -165,13 +180,20 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     );
     const startedAt = performance.now();
     const nameAttributes = this.attributesOf(doc.name);
-    this.consumed.add(1, nameAttributes);
+    const processAttributes = this.processAttributesOf(doc.name);
+    this.consumed.add(1, processAttributes);
     const dueAt = doc.runAt instanceof Date ? doc.runAt.getTime() : Number.NaN;
     if (Number.isFinite(dueAt)) this.queueWait.record(Math.max(0, Date.now() - dueAt) / 1000, nameAttributes);
     return {
       run: async (work) => {
         const outcome = await api.context.with(api.trace.setSpan(parent, span), work);
-        this.endAttempt(span, outcome, nameAttributes, (performance.now() - startedAt) / 1000);
+        try {
+          this.endAttempt(span, outcome, nameAttributes, processAttributes, (performance.now() - startedAt) / 1000);
+        } catch {
+          // Telemetry never changes what a job did: the outcome is written already, the span just ends.
+        } finally {
+          span.end();
+        }
         return outcome;
       },
       aborted: (reason) =>
@@ -190,7 +212,13 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     this.losses.add(1, this.attributesOf(name));
   }
 
-  private endAttempt(span: Span, outcome: ExecutionOutcome, nameAttributes: Attributes, seconds: number): void {
+  private endAttempt(
+    span: Span,
+    outcome: ExecutionOutcome,
+    nameAttributes: Attributes,
+    processAttributes: Attributes,
+    seconds: number,
+  ): void {
     let errorType: string | undefined;
     switch (outcome.kind) {
       case 'failed':
@@ -215,21 +243,30 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     this.attempts.add(1, { ...nameAttributes, [names.ATTR_OUTCOME]: outcome.kind });
     this.processDuration.record(
       seconds,
-      errorType === undefined ? nameAttributes : { ...nameAttributes, [names.ATTR_ERROR_TYPE]: errorType },
+      errorType === undefined ? processAttributes : { ...processAttributes, [names.ATTR_ERROR_TYPE]: errorType },
     );
-    span.end();
   }
 
   private attributesOf(name: string): Attributes {
-    let attributes = this.nameAttributes.get(name);
-    if (!attributes) {
-      attributes = {
-        [names.ATTR_MESSAGING_SYSTEM]: names.MESSAGING_SYSTEM_VALUE,
-        [names.ATTR_MESSAGING_DESTINATION_NAME]: name,
-      };
-      this.nameAttributes.set(name, attributes);
-    }
-    return attributes;
+    return cached(this.nameAttributes, name, () => ({
+      [names.ATTR_MESSAGING_SYSTEM]: names.MESSAGING_SYSTEM_VALUE,
+      [names.ATTR_MESSAGING_DESTINATION_NAME]: name,
+    }));
+  }
+
+  /** The conventions require `messaging.operation.name` on the messaging metrics. */
+  private sendAttributesOf(name: string): Attributes {
+    return cached(this.sendAttributes, name, () => ({
+      ...this.attributesOf(name),
+      [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_SEND,
+    }));
+  }
+
+  private processAttributesOf(name: string): Attributes {
+    return cached(this.processAttributes, name, () => ({
+      ...this.attributesOf(name),
+      [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_PROCESS,
+    }));
   }
 
   /** Reports the last counts read; reads them again first when they are older than `metricsIntervalMs`. */
@@ -240,10 +277,18 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
       });
       await this.countsReading;
     }
+    const pending = new Map<string, number>();
+    const running = new Map<string, number>();
     for (const row of this.counts) {
-      const gauge =
-        row._id.status === 'pending' ? this.pending : row._id.status === 'running' ? this.runningGauge : undefined;
-      if (gauge) observer.observe(gauge, row.count, this.attributesOf(row._id.name));
+      const counts = row._id.status === 'pending' ? pending : row._id.status === 'running' ? running : undefined;
+      if (!counts) continue;
+      counts.set(row._id.name, row.count);
+      this.gaugedNames.add(row._id.name);
+    }
+    for (const name of this.gaugedNames) {
+      const attributes = this.attributesOf(name);
+      observer.observe(this.pending, pending.get(name) ?? 0, attributes);
+      observer.observe(this.runningGauge, running.get(name) ?? 0, attributes);
     }
   };
 
@@ -258,16 +303,46 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
   }
 }
 
-/** The stored producer context, or the root context when the job carries none (enqueued without telemetry). */
+/**
+ * The stored producer context, or the root context when the job carries none (enqueued without telemetry) or one
+ * the app's propagator cannot read: a row anyone may have written must never stop the job from running.
+ */
 function storedContext(api: OpenTelemetryApi, traceContext: unknown): Context {
-  if (traceContext === null || typeof traceContext !== 'object') return api.ROOT_CONTEXT;
-  return api.propagation.extract(api.ROOT_CONTEXT, traceContext);
+  if (traceContext === null || typeof traceContext !== 'object' || Array.isArray(traceContext)) return api.ROOT_CONTEXT;
+  try {
+    return api.propagation.extract(api.ROOT_CONTEXT, traceContext);
+  } catch {
+    return api.ROOT_CONTEXT;
+  }
 }
 
-/** Exception event, status ERROR and `error.type` on `span`; returns the error type. */
+/** The context the app's propagator writes for `spanContext`, or undefined when it writes none (or throws). */
+function injectedCarrier(api: OpenTelemetryApi, spanContext: Context): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  try {
+    api.propagation.inject(spanContext, carrier);
+  } catch {
+    return undefined; // the job is enqueued all the same, just without a context to continue
+  }
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
+}
+
+function cached(attributes: Map<string, Attributes>, name: string, build: () => Attributes): Attributes {
+  let found = attributes.get(name);
+  if (!found) {
+    found = build();
+    attributes.set(name, found);
+  }
+  return found;
+}
+
+/**
+ * Exception event, status ERROR and `error.type` on `span`; returns the error type. Recorded from `errorInfo`, not
+ * from the thrown value: that is bounded and never throws (a handler may throw anything, throwing getters included).
+ */
 function failSpan(api: OpenTelemetryApi, span: Span, error: unknown): string {
-  const { message, errorClass } = errorInfo(error);
-  span.recordException(error instanceof Error ? error : { name: errorClass, message });
+  const { message, errorClass, stack } = errorInfo(error);
+  span.recordException({ name: errorClass, message, stack });
   span.setAttribute(names.ATTR_ERROR_TYPE, errorClass);
   span.setStatus({ code: api.SpanStatusCode.ERROR, message });
   return errorClass;

@@ -17,6 +17,8 @@ export const ATTR_JOB_ATTEMPT = 'nestjs_mongo_jobs.job.attempt';
 export const ATTR_OUTCOME = 'nestjs_mongo_jobs.outcome';
 export const ATTR_ABORT_REASON = 'nestjs_mongo_jobs.abort.reason';
 export const ATTR_EXCEPTION_MESSAGE = 'exception.message';
+/** On a send span: how many of its jobs were not stored (dedupe key held, cron tick stored by another instance). */
+export const ATTR_DEDUPLICATED = 'nestjs_mongo_jobs.deduplicated';
 
 export const OPERATION_SEND = 'send';
 export const OPERATION_PROCESS = 'process';
