@@ -3,9 +3,9 @@ import { Injectable } from '@nestjs/common';
 import { propagation, SpanKind, SpanStatusCode, type TextMapPropagator, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { Types } from 'mongoose';
-import { JobHandler } from '../../lib';
+import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobEnqueuer } from '../../lib/enqueue/job-enqueuer.service';
-import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type OtelTestSdk, pointsOf, registerOtelTestSdk, sumOf } from '../support/otel-test-sdk';
 import { uniqueDatabaseName } from '../support/test-database';
 
@@ -42,6 +42,23 @@ class HostileHandlers {
 
   @JobHandler('gauged')
   gauged() {}
+}
+
+/** Per job id: its consumer span, and the span active when each of its lease renewals was reported. */
+const renewalSpans = new Map<string, { own?: string; atRenewal: (string | undefined)[] }>();
+
+@Injectable()
+class RenewingHandlers {
+  @JobHandler('renewing', { concurrency: 2 })
+  async renewing(_payload: unknown, ctx: JobExecutionContext) {
+    const entry = renewalSpans.get(ctx.jobId) ?? { atRenewal: [] };
+    entry.own = trace.getActiveSpan()?.spanContext().spanId;
+    renewalSpans.set(ctx.jobId, entry);
+    await waitFor(
+      () => [...renewalSpans.values()].filter((seen) => seen.atRenewal.length >= 2).length >= 2,
+      'both jobs to renew their lease twice',
+    );
+  }
 }
 
 /** A propagator written by someone else, with a bug: it throws on every call. */
@@ -163,5 +180,52 @@ describe('OpenTelemetry against hostile inputs', () => {
     const sent = metrics.get('messaging.client.sent.messages');
     // One job was stored for the tick, and one enqueue of it (by the test above) before.
     expect(sumOf(sent, { 'messaging.destination.name': 'gauged' })).toBe(2);
+  });
+});
+
+describe('OpenTelemetry context of lease renewals shared between jobs', () => {
+  let sdk: OtelTestSdk;
+  let app: JobsTestApp;
+
+  beforeAll(async () => {
+    sdk = registerOtelTestSdk();
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('telemetry_renewals'),
+      options: { concurrency: 2, leaseMs: 600 },
+      providers: [RenewingHandlers],
+    });
+  });
+
+  afterAll(async () => {
+    await app?.close();
+    await sdk?.shutdown();
+  });
+
+  it("renews each job's lease outside any other job's span (shared heartbeat timers start no context)", async () => {
+    const subscription = app.jobs.events$.subscribe((event) => {
+      if (event.type !== 'renewed') return;
+      const entry = renewalSpans.get(event.jobId) ?? { atRenewal: [] };
+      entry.atRenewal.push(trace.getActiveSpan()?.spanContext().spanId);
+      renewalSpans.set(event.jobId, entry);
+    });
+    try {
+      const [a, b] = await app.jobs.enqueueMany([
+        { name: 'renewing', payload: 1 },
+        { name: 'renewing', payload: 2 },
+      ]);
+      await waitFor(async () => {
+        const done = await Promise.all([a, b].map(async (job) => (await app.jobs.findById(job.id))?.status));
+        return done.every((status) => status === 'completed');
+      }, 'both renewing jobs to complete');
+    } finally {
+      subscription.unsubscribe();
+    }
+    const owners = new Set([...renewalSpans.values()].map((entry) => entry.own));
+    for (const entry of renewalSpans.values()) {
+      // A renewal may run in no span, or in its own job's span; never in another job's.
+      for (const spanId of entry.atRenewal) {
+        if (spanId !== entry.own) expect(owners.has(spanId)).toBe(false);
+      }
+    }
   });
 });
