@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { propagation, SpanKind, SpanStatusCode, type TextMapPropagator, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -226,6 +226,27 @@ describe('OpenTelemetry context of lease renewals shared between jobs', () => {
       for (const spanId of entry.atRenewal) {
         if (spanId !== entry.own) expect(owners.has(spanId)).toBe(false);
       }
+    }
+  });
+});
+
+describe('OpenTelemetry gauges after the module closed', () => {
+  it('reads no counts once the app is closed (its gauge callback is removed)', async () => {
+    const sdk = registerOtelTestSdk();
+    try {
+      const app = await createJobsTestApp({
+        dbName: uniqueDatabaseName('telemetry_closed'),
+        options: { worker: false, telemetry: { metricsIntervalMs: 1 } },
+      });
+      const reads = jest.spyOn(app.repository, 'countByNameAndStatus');
+      await sdk.collect();
+      expect(reads).toHaveBeenCalledTimes(1);
+      await app.close();
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      await sdk.collect();
+      expect(reads).toHaveBeenCalledTimes(1);
+    } finally {
+      await sdk.shutdown();
     }
   });
 });
