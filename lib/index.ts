@@ -44,6 +44,7 @@ export type {
   JobsModuleExtras,
   JobsModuleOptions,
   RetentionOptions,
+  TelemetryOptions,
 } from './jobs.options';
 export { JobsService } from './jobs.service';
 export type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';

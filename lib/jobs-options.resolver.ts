@@ -2,6 +2,7 @@ import { InvalidOptionError } from './errors/invalid-option.error';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './jobs.constants';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
 import { resolveModuleRetention } from './retention/retention.resolver';
+import { resolveTelemetry } from './telemetry/telemetry.resolver';
 import { duration, nonEmptyString, positiveInteger } from './utils/validate';
 import { defaultWorkerId } from './utils/worker-id';
 
@@ -40,6 +41,7 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
       MAX_TIMER_MS,
     ),
     retention: resolveModuleRetention(options.retention),
+    telemetry: resolveTelemetry(options.telemetry),
   };
 }
 

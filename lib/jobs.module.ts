@@ -32,6 +32,7 @@ import { JobsRepository } from './persistence/jobs.repository';
 import { JobRetention } from './retention/job-retention.service';
 import { RetentionSweeper } from './retention/retention-sweeper.service';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
+import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider';
 import { JobWaiter } from './waiting/job-waiter.service';
 
 /**
@@ -83,6 +84,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
       },
     },
     JobsRepository,
+    jobsTelemetryProvider,
     JobIndexes,
     JobRetention,
     RetentionSweeper,

@@ -31,6 +31,16 @@ export type HandlerRetentionOptions = Omit<RetentionOptions, 'sweepIntervalMs'>;
 /** Retention per final status in ms; null keeps such jobs for good (no `expiresAt` is stamped). */
 export type RetentionPeriods = Record<FinishedStatus, number | null>;
 
+/** OpenTelemetry settings of `JobsModule.forRoot({ telemetry })`. */
+export interface TelemetryOptions {
+  /**
+   * How often, at most, this process reads the pending/running counts per job name that its observable gauges
+   * report (one aggregate over the collection per read; exports in between report the last read).
+   * @default 15000
+   */
+  metricsIntervalMs?: number;
+}
+
 /** Options of `JobsModule.forRoot()` / the factory of `forRootAsync()`. */
 export interface JobsModuleOptions {
   /** Name of the jobs collection. @default 'jobs' */
@@ -72,6 +82,13 @@ export interface JobsModuleOptions {
    * @default { completed: 7 days, dead, failed and cancelled: 30 days, sweepIntervalMs: 60000 }
    */
   retention?: RetentionOptions | false;
+  /**
+   * OpenTelemetry traces and metrics (see the README's "Observability (OpenTelemetry)"). On whenever the optional
+   * peer `@opentelemetry/api` is installed: spans and metrics then go to the tracer/meter providers the app registers
+   * (none registered: the API's no-op ones). `false` turns it off; without the package it is off whatever this says.
+   * @default { metricsIntervalMs: 15000 }
+   */
+  telemetry?: TelemetryOptions | false;
 }
 
 /** Options that must be known when the module is defined (also accepted by `forRootAsync`). */
@@ -96,4 +113,6 @@ export interface ResolvedJobsOptions {
   runOnly: string[] | undefined;
   indexSetupTimeoutMs: number;
   retention: { periods: RetentionPeriods; sweepIntervalMs: number };
+  /** `false`: no telemetry, the API is not even loaded. */
+  telemetry: Required<TelemetryOptions> | false;
 }

@@ -2,14 +2,17 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { startTestMongoServer } from '../test/support/mongo-server';
 import { AppModule } from './app.module';
+import { startSampleTelemetry } from './telemetry';
 
 /**
  * `npm run sample`: the sample app on MONGODB_URI, else an embedded MongoDB (mongodb-memory-server, else the
  * in-memory Java test server). Ctrl+C shuts down gracefully: running jobs finish or are released.
+ * `JOBS_SAMPLE_TELEMETRY=console npm run sample` prints the jobs' OpenTelemetry spans and metrics.
  */
 async function main(): Promise<void> {
   const mongo = await startTestMongoServer((line) => console.log(`[mongo] ${line}`));
   console.log(`[mongo] using ${mongo.description}`);
+  const stopTelemetry = startSampleTelemetry(); // JOBS_SAMPLE_TELEMETRY=console; before the app boots
   const app = await NestFactory.create(AppModule.forUri(mongo.uri));
   // Without this Nest runs no shutdown hooks on SIGINT/SIGTERM, and running jobs would be cut off.
   app.enableShutdownHooks();
@@ -24,6 +27,7 @@ async function main(): Promise<void> {
   if (process.env.SAMPLE_EXIT_AFTER_BOOT) {
     // Smoke mode (tests, CI): boot, then shut down the way a signal would.
     await app.close();
+    await stopTelemetry();
     await mongo.stop();
     console.log('Sample app stopped');
   }

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { JobEvents } from '../events/job-events';
@@ -7,6 +7,7 @@ import { DEDUPE_WRITE_TRIES } from '../jobs.constants';
 import type { EnqueueItem, EnqueueOptions } from '../jobs.types';
 import type { JobDocument } from '../persistence/job.schema';
 import { type InsertOutcome, JobsRepository } from '../persistence/jobs.repository';
+import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
 import type { NewJobDocument } from '../types/new-job-document';
 import { JobDocumentFactory } from './job-document.factory';
 
@@ -28,6 +29,7 @@ export class JobEnqueuer {
     private readonly repository: JobsRepository,
     private readonly runner: JobRunner,
     private readonly events: JobEvents,
+    @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
   ) {}
 
   /**
@@ -36,6 +38,10 @@ export class JobEnqueuer {
    */
   async enqueue(name: unknown, payload: unknown, options: EnqueueOptions): Promise<EnqueueResult> {
     const doc = this.documents.build(name, payload, options);
+    return this.telemetry ? this.telemetry.traceSend([doc], () => this.store(doc), storedOne) : this.store(doc);
+  }
+
+  private store(doc: NewJobDocument): Promise<EnqueueResult> {
     return this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
       const stored = this.settle(doc, await this.repository.insert(doc)) ?? (await this.takeKey(doc));
       this.announce([stored]);
@@ -49,7 +55,12 @@ export class JobEnqueuer {
     const docs = items.map((item) => this.documents.build(item?.name, item?.payload, item?.options ?? {}));
     if (docs.length === 0) return [];
     const ids = docs.map((doc) => doc._id.toHexString());
-    return this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs));
+    if (!this.telemetry) return this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs));
+    return this.telemetry.traceSend(
+      docs,
+      () => this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs)),
+      storedOfMany,
+    );
   }
 
   private async storeMany(docs: NewJobDocument[]): Promise<EnqueueResult[]> {
@@ -83,6 +94,12 @@ export class JobEnqueuer {
   /** Enqueues the job of one cron tick unless it exists already. Resolves true when this call stored it. */
   async enqueueTick(name: string, tick: Date): Promise<boolean> {
     const doc = this.documents.buildTick(name, tick);
+    return this.telemetry
+      ? this.telemetry.traceSend([doc], () => this.storeTick(doc), tickStored)
+      : this.storeTick(doc);
+  }
+
+  private storeTick(doc: NewJobDocument): Promise<boolean> {
     return this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
       const outcome = await this.repository.insert(doc);
       if (outcome.kind !== 'inserted') return false;
@@ -123,4 +140,17 @@ export class JobEnqueuer {
       if (!deduplicated) this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
     }
   }
+}
+
+/** Whether a traced enqueue stored a new job (telemetry counts those as sent messages). */
+function storedOne(result: EnqueueResult): boolean {
+  return !result.deduplicated;
+}
+
+function storedOfMany(results: EnqueueResult[], index: number): boolean {
+  return !results[index]?.deduplicated;
+}
+
+function tickStored(stored: boolean): boolean {
+  return stored;
 }

@@ -49,6 +49,8 @@ export class JobExecution {
   private abortReason: Error | undefined;
   /** Wakes the settle wait on abort (set only while it waits). */
   private wakeOnAbort: (() => void) | undefined;
+  /** Told the first abort reason (telemetry records it); set only when someone listens. */
+  onAbort: ((reason: Error) => void) | undefined;
   /** The last valid value the handler passed to `ctx.updateProgress`: the completion write stores it. */
   lastProgress: JobProgress | undefined;
 
@@ -111,6 +113,7 @@ export class JobExecution {
   abort(reason: Error): void {
     if (this.abortReason) return;
     this.abortReason = reason;
+    this.onAbort?.(reason);
     this.controller?.abort(reason);
     this.wakeOnAbort?.();
   }

@@ -13,6 +13,7 @@ import { type JobEventSubject, JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
+import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
 import type { ClaimedJob } from '../types/claimed-job';
 import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { now } from '../utils/clock';
@@ -69,6 +70,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly heartbeat: LeaseHeartbeat,
     private readonly finalizer: JobFinalizer,
     private readonly events: JobEvents,
+    @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -171,9 +173,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       {
         onStale: (error) => {
           this.events.emit('stale', about, error.message);
+          this.telemetry?.leaseLost(doc.name);
           execution.abort(error); // the lease starts only once the execution runs
         },
-        onRenewed: () => this.events.emit('renewed', about),
+        onRenewed: () => {
+          this.events.emit('renewed', about);
+          this.telemetry?.leaseRenewed(doc.name);
+        },
         onProgress: (progress) => this.events.emit('progress', about, undefined, progress),
       },
     );
@@ -185,7 +191,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     };
     this.running.set(claim.lockId, entry);
     this.adjustRunning(claim.doc.name, +1);
-    entry.done = this.runToEnd(entry, about).finally(() => {
+    const attempt = this.telemetry?.startAttempt(doc, jobId, about.attempt);
+    if (attempt) execution.onAbort = attempt.aborted;
+    const run = attempt ? attempt.run(() => this.runToEnd(entry, about)) : this.runToEnd(entry, about);
+    entry.done = run.finally(() => {
       this.running.delete(claim.lockId);
       this.adjustRunning(claim.doc.name, -1);
       this.wakeup.wake();

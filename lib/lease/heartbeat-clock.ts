@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { MAX_TIMER_MS } from '../jobs.constants';
 
 /** What a heartbeat clock calls when a lease's beat is due. */
@@ -26,6 +27,12 @@ interface Bucket {
  */
 export class HeartbeatClock {
   private latest: Bucket | undefined;
+  /**
+   * The async context timers are armed in: the clock's own, not that of the job whose beat armed it. A bucket's
+   * timer beats for many jobs, so it must not carry one job's trace (with OpenTelemetry, every renewal would
+   * otherwise nest under whichever job's span first opened the bucket, long after that job ended).
+   */
+  private readonly scope = new AsyncResource('nestjs-mongo-jobs.heartbeat');
 
   constructor(
     private readonly now: () => number = () => Date.now(),
@@ -55,7 +62,7 @@ export class HeartbeatClock {
   private arm(bucket: Bucket): void {
     // A beat is never further away than the timer limit (intervals are capped), but re-check rather than trust it.
     const delay = Math.min(Math.max(0, bucket.at - this.now()), MAX_TIMER_MS);
-    bucket.timer = setTimeout(() => this.fire(bucket), delay);
+    bucket.timer = this.scope.runInAsyncScope(setTimeout, undefined, () => this.fire(bucket), delay);
     bucket.timer.unref?.();
   }
 

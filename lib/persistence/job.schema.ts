@@ -35,6 +35,8 @@ export interface JobDocument {
   result?: unknown;
   /** Set by progress writes (owner-fenced, with a lease renewal) and by the completion write. */
   progress?: JobProgress;
+  /** The enqueuing span's propagated context (W3C `traceparent`/`tracestate`), when telemetry is on. */
+  traceContext?: Record<string, string>;
 }
 
 /** Schema for documentation and index management; hot-path queries use the native collection. */
@@ -63,6 +65,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       finishedAt: Date,
       result: { type: Schema.Types.Mixed },
       progress: { type: Schema.Types.Mixed },
+      traceContext: { type: Schema.Types.Mixed },
     },
     { collection: collectionName, versionKey: false, minimize: false, autoIndex: false },
   );

@@ -26,9 +26,17 @@ describe('resolveJobsOptions', () => {
     [{ runOnly: [] }, 'runOnly'],
     [{ runOnly: ['heavy', ''] }, 'runOnly[1]'],
     [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
+    [{ telemetry: true as unknown as false }, 'telemetry'],
+    [{ telemetry: { metricsIntervalMs: 0 } }, 'telemetry.metricsIntervalMs'],
   ])('rejects %j naming %s', (options, option) => {
     expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
     expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);
+  });
+
+  it('turns telemetry on with a 15 s metrics interval by default, off with false', () => {
+    expect(resolveJobsOptions({}).telemetry).toEqual({ metricsIntervalMs: 15_000 });
+    expect(resolveJobsOptions({ telemetry: { metricsIntervalMs: 500 } }).telemetry).toEqual({ metricsIntervalMs: 500 });
+    expect(resolveJobsOptions({ telemetry: false }).telemetry).toBe(false);
   });
 
   it('keeps runOnly without duplicates, and leaves it unset by default (every handled name)', () => {

@@ -1,0 +1,357 @@
+import type { OnModuleDestroy } from '@nestjs/common';
+import type {
+  Attributes,
+  BatchObservableCallback,
+  Context,
+  Counter,
+  Histogram,
+  Link,
+  Meter,
+  ObservableGauge,
+  Span,
+  Tracer,
+} from '@opentelemetry/api';
+import { JobCancelledError } from '../errors/job-cancelled.error';
+import { JobTimeoutError } from '../errors/job-timeout.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { WorkerShutdownError } from '../errors/worker-shutdown.error';
+import type { ExecutionOutcome } from '../execution/job-execution';
+import type { JobDocument } from '../persistence/job.schema';
+import type { JobsRepository } from '../persistence/jobs.repository';
+import type { NewJobDocument } from '../types/new-job-document';
+import { errorInfo } from '../utils/error-info';
+import type { AttemptTelemetry, JobsTelemetry } from './jobs-telemetry';
+import type { OpenTelemetryApi } from './opentelemetry-api.loader';
+import * as names from './telemetry-names';
+
+type CountRow = Awaited<ReturnType<JobsRepository['countByNameAndStatus']>>[number];
+
+/**
+ * `JobsTelemetry` on the OpenTelemetry API: tracer and meter come from the globally registered providers (the
+ * API's no-op ones until the app registers an SDK). Spans follow the messaging conventions with the job name as
+ * destination; the pending/running gauges read the collection at most once per `metricsIntervalMs`.
+ */
+export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestroy {
+  private readonly tracer: Tracer;
+  private readonly meter: Meter;
+  private readonly sent: Counter;
+  private readonly consumed: Counter;
+  private readonly processDuration: Histogram;
+  private readonly attempts: Counter;
+  private readonly queueWait: Histogram;
+  private readonly renewals: Counter;
+  private readonly losses: Counter;
+  private readonly pending: ObservableGauge;
+  private readonly runningGauge: ObservableGauge;
+  /** Attributes per job name (and per operation), built once: metrics are recorded per attempt. */
+  private readonly nameAttributes = new Map<string, Attributes>();
+  private readonly sendAttributes = new Map<string, Attributes>();
+  private readonly processAttributes = new Map<string, Attributes>();
+  /** Names the gauges reported once: they keep reporting them (as 0 when no row is left), so a drained queue shows 0. */
+  private readonly gaugedNames = new Set<string>();
+  private counts: CountRow[] = [];
+  private countsReadAt = Number.NEGATIVE_INFINITY;
+  private countsReading: Promise<void> | undefined;
+
+  constructor(
+    private readonly api: OpenTelemetryApi,
+    private readonly repository: Pick<JobsRepository, 'countByNameAndStatus'>,
+    private readonly workerId: string,
+    private readonly metricsIntervalMs: number,
+  ) {
+    this.tracer = api.trace.getTracer(names.INSTRUMENTATION_SCOPE);
+    const meter = api.metrics.getMeter(names.INSTRUMENTATION_SCOPE);
+    this.meter = meter;
+    const durationAdvice = { advice: { explicitBucketBoundaries: names.DURATION_BUCKETS_S } };
+    this.sent = meter.createCounter(names.METRIC_SENT_MESSAGES, {
+      unit: '{message}',
+      description: 'Jobs the producer attempted to enqueue.',
+    });
+    this.consumed = meter.createCounter(names.METRIC_CONSUMED_MESSAGES, {
+      unit: '{message}',
+      description: 'Attempts handed to a handler (claimed jobs).',
+    });
+    this.processDuration = meter.createHistogram(names.METRIC_PROCESS_DURATION, {
+      unit: 's',
+      description: 'Duration of an attempt, from claim to its outcome written.',
+      ...durationAdvice,
+    });
+    this.attempts = meter.createCounter(names.METRIC_ATTEMPTS, {
+      unit: '{attempt}',
+      description: 'Attempts finished, by job name and outcome.',
+    });
+    this.queueWait = meter.createHistogram(names.METRIC_QUEUE_WAIT, {
+      unit: 's',
+      description: 'Time from when a job was due (runAt) to the start of its attempt.',
+      ...durationAdvice,
+    });
+    this.renewals = meter.createCounter(names.METRIC_LEASE_RENEWALS, {
+      unit: '{renewal}',
+      description: 'Lease renewal writes that landed.',
+    });
+    this.losses = meter.createCounter(names.METRIC_LEASE_LOSSES, {
+      unit: '{lease}',
+      description: 'Leases this worker lost while running a job.',
+    });
+    this.pending = meter.createObservableGauge(names.METRIC_PENDING, {
+      unit: '{job}',
+      description: 'Pending jobs per name (read at most once per metricsIntervalMs).',
+    });
+    this.runningGauge = meter.createObservableGauge(names.METRIC_RUNNING, {
+      unit: '{job}',
+      description: 'Running jobs per name (read at most once per metricsIntervalMs).',
+    });
+    meter.addBatchObservableCallback(this.observeCounts, [this.pending, this.runningGauge]);
+  }
+
+  onModuleDestroy(): void {
+    this.meter.removeBatchObservableCallback(this.observeCounts, [this.pending, this.runningGauge]);
+  }
+
+  async traceSend<T>(
+    docs: readonly NewJobDocument[],
+    send: () => Promise<T>,
+    stored: (result: T, index: number) => boolean,
+  ): Promise<T> {
+    const { api } = this;
+    const first = docs[0];
+    const oneName = docs.every((doc) => doc.name === first.name);
+    const attributes: Attributes = {
+      [names.ATTR_MESSAGING_SYSTEM]: names.MESSAGING_SYSTEM_VALUE,
+      [names.ATTR_MESSAGING_OPERATION_TYPE]: names.OPERATION_SEND,
+      [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_SEND,
+      [names.ATTR_MESSAGING_CLIENT_ID]: this.workerId,
+    };
+    if (oneName) attributes[names.ATTR_MESSAGING_DESTINATION_NAME] = first.name;
+    if (docs.length === 1) attributes[names.ATTR_MESSAGING_MESSAGE_ID] = first._id.toHexString();
+    else attributes[names.ATTR_MESSAGING_BATCH_MESSAGE_COUNT] = docs.length;
+    const parent = api.context.active();
+    const span = this.tracer.startSpan(
+      oneName ? `${names.OPERATION_SEND} ${first.name}` : names.OPERATION_SEND,
+      { kind: api.SpanKind.PRODUCER, attributes },
+      parent,
+    );
+    const spanContext = api.trace.setSpan(parent, span);
+    const carrier = injectedCarrier(api, spanContext);
+    // One carrier for the batch: every job of it was created by this span.
+    if (carrier) for (const doc of docs) doc.traceContext = carrier;
+    try {
+      const result = await api.context.with(spanContext, send);
+      // A job that was not stored (its dedupe key or its cron tick taken already) is no message sent.
+      let duplicates = 0;
+      for (const [index, doc] of docs.entries()) {
+        if (stored(result, index)) this.sent.add(1, this.sendAttributesOf(doc.name));
+        else duplicates += 1;
+      }
+      if (duplicates > 0) span.setAttribute(names.ATTR_DEDUPLICATED, duplicates);
+      return result;
+    } catch (error) {
+      const errorType = failSpan(api, span, error);
+      for (const doc of docs) {
+        this.sent.add(1, { ...this.sendAttributesOf(doc.name), [names.ATTR_ERROR_TYPE]: errorType });
+      }
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  startAttempt(doc: JobDocument, jobId: string, attempt: number): AttemptTelemetry {
+    const { api } = this;
+    const parent = storedContext(api, doc.traceContext);
+    const producer = api.trace.getSpanContext(parent);
+    const links: Link[] | undefined = producer ? [{ context: producer }] : undefined;
+    const span = this.tracer.startSpan(
+      `${names.OPERATION_PROCESS} ${doc.name}`,
+      {
+        kind: api.SpanKind.CONSUMER,
+        links,
+        attributes: {
+          [names.ATTR_MESSAGING_SYSTEM]: names.MESSAGING_SYSTEM_VALUE,
+          [names.ATTR_MESSAGING_DESTINATION_NAME]: doc.name,
+          [names.ATTR_MESSAGING_OPERATION_TYPE]: names.OPERATION_PROCESS,
+          [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_PROCESS,
+          [names.ATTR_MESSAGING_MESSAGE_ID]: jobId,
+          [names.ATTR_MESSAGING_CLIENT_ID]: this.workerId,
+          [names.ATTR_JOB_ATTEMPT]: attempt,
+        },
+      },
+      parent,
+    );
+    const startedAt = performance.now();
+    const nameAttributes = this.attributesOf(doc.name);
+    const processAttributes = this.processAttributesOf(doc.name);
+    this.consumed.add(1, processAttributes);
+    const dueAt = doc.runAt instanceof Date ? doc.runAt.getTime() : Number.NaN;
+    if (Number.isFinite(dueAt)) this.queueWait.record(Math.max(0, Date.now() - dueAt) / 1000, nameAttributes);
+    return {
+      run: async (work) => {
+        const outcome = await api.context.with(api.trace.setSpan(parent, span), work);
+        try {
+          this.endAttempt(span, outcome, nameAttributes, processAttributes, (performance.now() - startedAt) / 1000);
+        } catch {
+          // Telemetry never changes what a job did: the outcome is written already, the span just ends.
+        } finally {
+          span.end();
+        }
+        return outcome;
+      },
+      aborted: (reason) =>
+        span.addEvent(names.EVENT_ABORTED, {
+          [names.ATTR_ABORT_REASON]: abortReason(reason),
+          [names.ATTR_EXCEPTION_MESSAGE]: reason.message,
+        }),
+    };
+  }
+
+  leaseRenewed(name: string): void {
+    this.renewals.add(1, this.attributesOf(name));
+  }
+
+  leaseLost(name: string): void {
+    this.losses.add(1, this.attributesOf(name));
+  }
+
+  private endAttempt(
+    span: Span,
+    outcome: ExecutionOutcome,
+    nameAttributes: Attributes,
+    processAttributes: Attributes,
+    seconds: number,
+  ): void {
+    let errorType: string | undefined;
+    switch (outcome.kind) {
+      case 'failed':
+        errorType = failSpan(this.api, span, outcome.error);
+        break;
+      case 'stale':
+      case 'abandoned': {
+        const error = outcome.kind === 'stale' ? outcome.error : outcome.reason;
+        errorType = errorInfo(error).errorClass;
+        span.setAttribute(names.ATTR_ERROR_TYPE, errorType);
+        span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error.message });
+        break;
+      }
+      case 'shutdown':
+        span.addEvent(names.EVENT_RELEASED);
+        break;
+      case 'succeeded':
+      case 'cancelled':
+      case 'not_started':
+        break;
+    }
+    this.attempts.add(1, { ...nameAttributes, [names.ATTR_OUTCOME]: outcome.kind });
+    this.processDuration.record(
+      seconds,
+      errorType === undefined ? processAttributes : { ...processAttributes, [names.ATTR_ERROR_TYPE]: errorType },
+    );
+  }
+
+  private attributesOf(name: string): Attributes {
+    return cached(this.nameAttributes, name, () => ({
+      [names.ATTR_MESSAGING_SYSTEM]: names.MESSAGING_SYSTEM_VALUE,
+      [names.ATTR_MESSAGING_DESTINATION_NAME]: name,
+    }));
+  }
+
+  /** The conventions require `messaging.operation.name` on the messaging metrics. */
+  private sendAttributesOf(name: string): Attributes {
+    return cached(this.sendAttributes, name, () => ({
+      ...this.attributesOf(name),
+      [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_SEND,
+    }));
+  }
+
+  private processAttributesOf(name: string): Attributes {
+    return cached(this.processAttributes, name, () => ({
+      ...this.attributesOf(name),
+      [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_PROCESS,
+    }));
+  }
+
+  /** Reports the last counts read; reads them again first when they are older than `metricsIntervalMs`. */
+  private readonly observeCounts: BatchObservableCallback = async (observer) => {
+    if (Date.now() - this.countsReadAt >= this.metricsIntervalMs) {
+      this.countsReading ??= this.readCounts().finally(() => {
+        this.countsReading = undefined;
+      });
+      await this.countsReading;
+    }
+    const pending = new Map<string, number>();
+    const running = new Map<string, number>();
+    for (const row of this.counts) {
+      const counts = row._id.status === 'pending' ? pending : row._id.status === 'running' ? running : undefined;
+      if (!counts) continue;
+      counts.set(row._id.name, row.count);
+      this.gaugedNames.add(row._id.name);
+    }
+    for (const name of this.gaugedNames) {
+      const attributes = this.attributesOf(name);
+      observer.observe(this.pending, pending.get(name) ?? 0, attributes);
+      observer.observe(this.runningGauge, running.get(name) ?? 0, attributes);
+    }
+  };
+
+  private async readCounts(): Promise<void> {
+    try {
+      this.counts = await this.repository.countByNameAndStatus();
+    } catch {
+      // Reported as before until the next interval: a failing read is not retried on every export.
+    } finally {
+      this.countsReadAt = Date.now();
+    }
+  }
+}
+
+/**
+ * The stored producer context, or the root context when the job carries none (enqueued without telemetry) or one
+ * the app's propagator cannot read: a row anyone may have written must never stop the job from running.
+ */
+function storedContext(api: OpenTelemetryApi, traceContext: unknown): Context {
+  if (traceContext === null || typeof traceContext !== 'object' || Array.isArray(traceContext)) return api.ROOT_CONTEXT;
+  try {
+    return api.propagation.extract(api.ROOT_CONTEXT, traceContext);
+  } catch {
+    return api.ROOT_CONTEXT;
+  }
+}
+
+/** The context the app's propagator writes for `spanContext`, or undefined when it writes none (or throws). */
+function injectedCarrier(api: OpenTelemetryApi, spanContext: Context): Record<string, string> | undefined {
+  const carrier: Record<string, string> = {};
+  try {
+    api.propagation.inject(spanContext, carrier);
+  } catch {
+    return undefined; // the job is enqueued all the same, just without a context to continue
+  }
+  return Object.keys(carrier).length > 0 ? carrier : undefined;
+}
+
+function cached(attributes: Map<string, Attributes>, name: string, build: () => Attributes): Attributes {
+  let found = attributes.get(name);
+  if (!found) {
+    found = build();
+    attributes.set(name, found);
+  }
+  return found;
+}
+
+/**
+ * Exception event, status ERROR and `error.type` on `span`; returns the error type. Recorded from `errorInfo`, not
+ * from the thrown value: that is bounded and never throws (a handler may throw anything, throwing getters included).
+ */
+function failSpan(api: OpenTelemetryApi, span: Span, error: unknown): string {
+  const { message, errorClass, stack } = errorInfo(error);
+  span.recordException({ name: errorClass, message, stack });
+  span.setAttribute(names.ATTR_ERROR_TYPE, errorClass);
+  span.setStatus({ code: api.SpanStatusCode.ERROR, message });
+  return errorClass;
+}
+
+function abortReason(reason: Error): string {
+  if (reason instanceof LeaseLostError) return 'lease_lost';
+  if (reason instanceof JobTimeoutError) return 'timeout';
+  if (reason instanceof JobCancelledError) return 'cancelled';
+  if (reason instanceof WorkerShutdownError) return 'shutdown';
+  return errorInfo(reason).errorClass;
+}
