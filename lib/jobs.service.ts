@@ -14,7 +14,14 @@ import { JobRunner } from './execution/job-runner.service';
 import type { JobsWorker } from './fleet/jobs-worker';
 import { toJobsWorker } from './fleet/worker-presence';
 import { WorkersRepository } from './fleet/workers.repository';
-import type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
+import type {
+  EnqueuedJobRecord,
+  EnqueueItem,
+  EnqueueManyOptions,
+  EnqueueOptions,
+  RunNowConflictReason,
+  RunNowOutcome,
+} from './jobs.types';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
@@ -109,8 +116,11 @@ export class JobsService {
    */
   async enqueueMany<TPayload = unknown, TName extends string = never>(
     items: EnqueueManyItems<TPayload, TName>,
+    options: EnqueueManyOptions = {},
   ): Promise<EnqueuedJobRecord<TPayload>[]> {
-    return (await this.enqueuer.enqueueMany(items as EnqueueItem[])).map((result) => enqueuedRecord<TPayload>(result));
+    return (await this.enqueuer.enqueueMany(items as EnqueueItem[], options)).map((result) =>
+      enqueuedRecord<TPayload>(result),
+    );
   }
 
   /** @throws InvalidJobIdError for anything but a 24-hex id. */
