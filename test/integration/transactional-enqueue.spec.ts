@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, jest 
 import { Injectable } from '@nestjs/common';
 import { MongoClient } from 'mongodb';
 import type { ClientSession } from 'mongoose';
-import { type InvalidSessionError, JobHandler, type JobEvent } from '../../lib';
+import { type InvalidSessionError, type JobEvent, JobHandler } from '../../lib';
 import { JobRunner } from '../../lib/execution/job-runner.service';
 import { dedupeScope } from '../../lib/persistence/dedupe-scope';
 import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
@@ -15,7 +15,11 @@ class OutboxHandlers {
   async mail() {}
 }
 
-const hexOf = (session: ClientSession) => Buffer.from((session.id?.id as { buffer: Uint8Array }).buffer).toString('hex');
+/** The session id as the proxy records it. */
+function hexOf(session: ClientSession): string {
+  if (!session.id) throw new Error('a session without an id');
+  return Buffer.from(session.id.id.buffer).toString('hex');
+}
 
 /**
  * The test server has no sessions nor transactions: a proxy advertises sessions, records the session fields of every
@@ -61,9 +65,12 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
     const jobsCommands = sent.filter((command) => command.collection === 'jobs');
     expect(jobsCommands.length).toBeGreaterThan(0);
     for (const command of jobsCommands) {
-      expect({ name: command.name, lsid: command.lsid, txnNumber: command.txnNumber, autocommit: command.autocommit }).toEqual(
-        { name: command.name, lsid, txnNumber, autocommit: false },
-      );
+      expect({
+        name: command.name,
+        lsid: command.lsid,
+        txnNumber: command.txnNumber,
+        autocommit: command.autocommit,
+      }).toEqual({ name: command.name, lsid, txnNumber, autocommit: false });
     }
     expect(jobsCommands[0].startTransaction).toBe(true);
     expect(sent.filter((command) => command.name === 'commitTransaction').map((command) => command.lsid)).toEqual([
@@ -112,7 +119,10 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
     const stale = await app.jobs.enqueue('outbox.mail', null, { dedupeKey: 'stale' });
     await app.connection
       .collection('jobs')
-      .updateOne({ dedupeKey: 'stale' }, { $set: { status: 'completed', dedupeScope: dedupeScope('outbox.mail', 'stale') } });
+      .updateOne(
+        { dedupeKey: 'stale' },
+        { $set: { status: 'completed', dedupeScope: dedupeScope('outbox.mail', 'stale') } },
+      );
     let lsid = '';
     const { result, sent } = await commandsOf(() =>
       app.connection.transaction(async (session) => {
@@ -257,5 +267,35 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
         await session.endSession();
       }
     });
+  });
+});
+
+/** The tests above trust SessionWireProxy's recording; check that it strips when asked, by recording behind it. */
+describe('SessionWireProxy (test tooling)', () => {
+  it('strips the session fields before the server when asked, and answers commit itself', async () => {
+    const behind = await SessionWireProxy.start(testMongoUri());
+    const stripping = await SessionWireProxy.start(behind.uri, { stripSessionFields: true });
+    const client = await MongoClient.connect(stripping.uri);
+    try {
+      const collection = client.db(uniqueDatabaseName('wire_proxy')).collection('rows');
+      await client.withSession((session) =>
+        session.withTransaction(() => collection.insertOne({ a: 1 }, { session }).then(() => undefined)),
+      );
+      const sentBy = (proxy: SessionWireProxy) =>
+        proxy.commands
+          .filter((command) => command.collection === 'rows' || command.name === 'commitTransaction')
+          .map(({ name, txnNumber, startTransaction }) => ({ name, txnNumber, startTransaction }));
+      expect(sentBy(stripping)).toEqual([
+        { name: 'insert', txnNumber: 1, startTransaction: true },
+        { name: 'commitTransaction', txnNumber: 1, startTransaction: undefined },
+      ]);
+      expect(sentBy(behind)).toEqual([{ name: 'insert', txnNumber: undefined, startTransaction: undefined }]);
+      expect(behind.commands.every((command) => command.lsid === undefined)).toBe(true);
+      expect(await collection.countDocuments()).toBe(1);
+    } finally {
+      await client.close();
+      await stripping.close();
+      await behind.close();
+    }
   });
 });

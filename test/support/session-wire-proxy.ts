@@ -29,15 +29,18 @@ export interface RecordedCommand {
 }
 
 export interface SessionWireProxyOptions {
-  /** Remove the session fields before forwarding (for a server that rejects them). @default true */
+  /**
+   * Remove the session fields before forwarding, for a server that rejects them. The in-memory Java test server
+   * ignores them (checked), so by default they go through unchanged. @default false
+   */
   stripSessionFields?: boolean;
 }
 
 /**
  * A wire-protocol proxy that makes a server without sessions look like one that has them, for tests of session
  * plumbing: it adds `logicalSessionTimeoutMinutes: 30` to every hello/isMaster reply (so the driver accepts a
- * `ClientSession`), records the session fields of every OP_MSG command, strips them before they reach the server
- * (by default), and answers `commitTransaction`/`abortTransaction`/`endSessions` itself with `ok: 1`.
+ * `ClientSession`), records the session fields of every OP_MSG command (and strips them before they reach the server
+ * when asked), and answers `commitTransaction`/`abortTransaction`/`endSessions` itself with `ok: 1`.
  * It proves which session a command travelled in, never that a server kept it atomic: nothing is rolled back.
  */
 export class SessionWireProxy {
@@ -54,7 +57,7 @@ export class SessionWireProxy {
     const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,]+):(\d+)/.exec(targetUri);
     if (!match) throw new Error(`SessionWireProxy needs a mongodb://host:port URI, got ${targetUri}`);
     const target = { host: match[1], port: Number(match[2]) };
-    const strip = options.stripSessionFields ?? true;
+    const strip = options.stripSessionFields ?? false;
     let proxy: SessionWireProxy | undefined;
     const server = createServer((client) => proxy?.accept(client, target, strip));
     await new Promise<void>((resolve, reject) => {
