@@ -50,6 +50,7 @@ export { JobsService } from './jobs.service';
 export type {
   EnqueuedJobRecord,
   EnqueueItem,
+  EnqueueItemOptions,
   EnqueueManyOptions,
   EnqueueOptions,
   RunNowConflictReason,

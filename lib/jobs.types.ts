@@ -27,6 +27,9 @@ export interface EnqueueOptions {
   session?: ClientSession;
 }
 
+/** The options of one `enqueueMany` item: a session is the whole batch's (`EnqueueManyOptions`). */
+export type EnqueueItemOptions = Omit<EnqueueOptions, 'session'>;
+
 /** Options of `JobsService.enqueueMany` that apply to the whole batch. */
 export interface EnqueueManyOptions {
   /** As `EnqueueOptions.session`, for every item (an item's own options cannot carry one). */
@@ -46,7 +49,7 @@ export type EnqueuedJobRecord<TPayload = unknown> = JobRecord<TPayload> & {
 export interface EnqueueItem<TPayload = unknown> {
   name: string;
   payload?: TPayload;
-  options?: EnqueueOptions;
+  options?: EnqueueItemOptions;
 }
 
 /**

@@ -55,15 +55,20 @@ export class JobEnqueuer {
     }
   }
 
-  /** Every item is validated before anything is written; one bulk insert, one look-up of held keys. */
+  /**
+   * Every item is validated before anything is written; one bulk insert, one look-up of held keys (inside a
+   * transaction: one bulk insert of the keyless items, one upsert per keyed item).
+   */
   async enqueueMany(items: EnqueueItem[], options: EnqueueManyOptions = {}): Promise<EnqueueResult[]> {
     if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionError('options', options, 'must be an object');
     }
     const docs = items.map((item) => {
-      if (item?.options?.session !== undefined) {
-        throw new InvalidOptionError('session', item.options.session, "goes in enqueueMany's second argument");
+      // Untyped callers: the types leave `session` out of an item's options.
+      const itemSession = (item?.options as EnqueueOptions | undefined)?.session;
+      if (itemSession !== undefined) {
+        throw new InvalidOptionError('session', itemSession, "goes in enqueueMany's second argument, for the batch");
       }
       return this.documents.build(item?.name, item?.payload, item?.options ?? {});
     });
