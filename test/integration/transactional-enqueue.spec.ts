@@ -206,6 +206,32 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
     }
   });
 
+  it('announces only the attempt that committed when withTransaction runs the callback again', async () => {
+    proxy.failNextCommit(['TransientTransactionError']);
+    const attempts: string[] = [];
+    await app.connection.transaction(async (session) => {
+      attempts.push((await app.jobs.enqueue('outbox.mail', null, { session })).id);
+    });
+    expect(attempts).toHaveLength(2);
+    expect(events.map((event) => event.jobId)).toEqual([attempts[1]]);
+    expect(wakeUps).toHaveBeenCalledTimes(1);
+  });
+
+  it('announces once a commit with an unknown result is retried to success', async () => {
+    proxy.failNextCommit(['UnknownTransactionCommitResult']);
+    const commits = () => proxy.commands.filter((command) => command.name === 'commitTransaction').length;
+    const before = commits();
+    const commitsWhenAnnounced: number[] = [];
+    const subscription = app.jobs.events$.subscribe(() => commitsWhenAnnounced.push(commits() - before));
+    try {
+      const job = await app.connection.transaction((session) => app.jobs.enqueue('outbox.mail', null, { session }));
+      expect(events.map((event) => event.jobId)).toEqual([job.id]);
+      expect(commitsWhenAnnounced).toEqual([2]);
+    } finally {
+      subscription.unsubscribe();
+    }
+  });
+
   it('with a session outside any transaction, writes in it and announces right after the write', async () => {
     const session = app.connection.getClient().startSession();
     try {

@@ -47,6 +47,8 @@ export class SessionWireProxy {
   /** Every command sent through the proxy, in order. */
   readonly commands: RecordedCommand[] = [];
   private readonly sockets = new Set<Socket>();
+  /** Error labels of the next commits to fail, one entry per commit. */
+  private readonly failingCommits: string[][] = [];
 
   private constructor(
     private readonly server: Server,
@@ -73,6 +75,15 @@ export class SessionWireProxy {
   /** Connection string through this proxy (`directConnection`, so the driver never bypasses it). */
   get uri(): string {
     return `mongodb://127.0.0.1:${this.port}/?directConnection=true`;
+  }
+
+  /**
+   * Fails the next commit with a WriteConflict carrying `errorLabels` (e.g. `TransientTransactionError`, which makes
+   * `withTransaction` run the whole callback again, or `UnknownTransactionCommitResult`, which makes it retry the
+   * commit). Each call fails one more commit.
+   */
+  failNextCommit(errorLabels: string[]): void {
+    this.failingCommits.push(errorLabels);
   }
 
   async close(): Promise<void> {
@@ -114,7 +125,9 @@ export class SessionWireProxy {
     const answeredByProxy = ANSWERED_HERE.has(name);
     this.commands.push(record(name, msg.body, answeredByProxy));
     if (answeredByProxy) {
-      return (msg.flags & MORE_TO_COME) !== 0 ? { answer: Buffer.alloc(0) } : { answer: okReply(message) };
+      if ((msg.flags & MORE_TO_COME) !== 0) return { answer: Buffer.alloc(0) };
+      const labels = name === 'commitTransaction' ? this.failingCommits.shift() : undefined;
+      return { answer: reply(message, labels ? writeConflict(labels) : { ok: 1 }) };
     }
     if (!strip || !SESSION_FIELDS.some((field) => field in msg.body)) return { forward: message };
     for (const field of SESSION_FIELDS) delete msg.body[field];
@@ -163,13 +176,17 @@ function buildOpMsg(original: Buffer, flags: number, body: Document, rest: Buffe
   return message;
 }
 
-/** `{ ok: 1 }` in answer to `request`. */
-function okReply(request: Buffer): Buffer {
+/** `body` in answer to `request`. */
+function reply(request: Buffer, body: Document): Buffer {
   const header = Buffer.alloc(HEADER_BYTES + 4);
   header.writeInt32LE(0, 4);
   header.writeInt32LE(request.readInt32LE(4), 8);
   header.writeInt32LE(OP_MSG, 12);
-  return buildOpMsg(header, 0, { ok: 1 }, Buffer.alloc(0));
+  return buildOpMsg(header, 0, body, Buffer.alloc(0));
+}
+
+function writeConflict(errorLabels: string[]): Document {
+  return { ok: 0, errmsg: 'injected by SessionWireProxy', code: 112, codeName: 'WriteConflict', errorLabels };
 }
 
 /** A hello/isMaster reply (the only reply carrying `maxWireVersion`) with `logicalSessionTimeoutMinutes` added. */
