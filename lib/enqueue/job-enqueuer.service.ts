@@ -199,7 +199,8 @@ export class JobEnqueuer {
       this.announceNow(results);
       release();
     };
-    if (session?.inTransaction()) afterCommit(session, now, release);
+    // A failed commit releases the held events at once (they exist only if the job does), `enqueued` still waits.
+    if (session?.inTransaction()) afterCommit(session, now, release, release);
     else now();
   }
 

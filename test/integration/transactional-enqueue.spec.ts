@@ -5,7 +5,7 @@ import type { ClientSession } from 'mongoose';
 import { type InvalidSessionError, type JobEvent, JobHandler } from '../../lib';
 import { JobRunner } from '../../lib/execution/job-runner.service';
 import { dedupeScope } from '../../lib/persistence/dedupe-scope';
-import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type RecordedCommand, SessionWireProxy } from '../support/session-wire-proxy';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -229,6 +229,23 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
       expect(commitsWhenAnnounced).toEqual([2]);
     } finally {
       subscription.unsubscribe();
+    }
+  });
+
+  it('does not hold back the events of a job whose commit failed with an unknown result, on a session kept open', async () => {
+    const session = app.connection.getClient().startSession();
+    try {
+      session.startTransaction();
+      const job = await app.jobs.enqueue('outbox.mail', null, { session });
+      proxy.failNextCommit(['UnknownTransactionCommitResult']);
+      await expect(session.commitTransaction()).rejects.toMatchObject({ codeName: 'WriteConflict' });
+      // The commit may have happened (here the test server kept the write): the job's own events must flow, even
+      // while the caller keeps the session open without retrying, aborting or ending it.
+      await app.jobs.cancel(job.id);
+      await waitFor(() => events.some((event) => event.type === 'cancelled' && event.jobId === job.id), 'cancelled');
+      expect(events.map((event) => event.type)).toEqual(['cancelled']);
+    } finally {
+      await session.endSession();
     }
   });
 
