@@ -266,6 +266,43 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
     }
   });
 
+  it('with a session outside any transaction, sends the dedupe read after a clash in it too', async () => {
+    const held = await app.jobs.enqueue('outbox.mail', null, { dedupeKey: 'plain-held' });
+    const session = app.connection.getClient().startSession();
+    try {
+      const lsid = hexOf(session);
+      const { result, sent } = await commandsOf(() =>
+        app.jobs.enqueue('outbox.mail', null, { session, dedupeKey: 'plain-held' }),
+      );
+      expect(result).toMatchObject({ id: held.id, deduplicated: true });
+      const jobsCommands = sent.filter((command) => command.collection === 'jobs');
+      expect(jobsCommands.map(({ name, lsid }) => ({ name, lsid }))).toEqual([
+        { name: 'insert', lsid },
+        { name: 'find', lsid },
+      ]);
+    } finally {
+      await session.endSession();
+    }
+  });
+
+  it('announces each committed transaction of a session reused for several, and only after its own commit', async () => {
+    const session = app.connection.getClient().startSession();
+    try {
+      const ids: string[] = [];
+      for (let round = 0; round < 2; round += 1) {
+        session.startTransaction();
+        ids.push((await app.jobs.enqueue('outbox.mail', { round }, { session })).id);
+        expect(events.map((event) => event.jobId)).toEqual(ids.slice(0, round));
+        await session.commitTransaction();
+        await session.commitTransaction(); // a second commit of the same transaction is allowed: no second event
+        expect(events.map((event) => event.jobId)).toEqual(ids);
+      }
+      expect(wakeUps).toHaveBeenCalledTimes(2);
+    } finally {
+      await session.endSession();
+    }
+  });
+
   describe('rejects a session it cannot use, before writing anything', () => {
     const rejected = async (session: unknown, reason: RegExp) => {
       const before = await app.connection.collection('jobs').countDocuments();
