@@ -13,6 +13,7 @@ export { InvalidJobIdError } from './errors/invalid-job-id.error';
 export { InvalidOptionError } from './errors/invalid-option.error';
 export { InvalidPayloadError } from './errors/invalid-payload.error';
 export { InvalidProgressError } from './errors/invalid-progress.error';
+export { InvalidSessionError } from './errors/invalid-session.error';
 export { JobCancelledError } from './errors/job-cancelled.error';
 export { JobNotFoundError } from './errors/job-not-found.error';
 export { JobStateConflictError } from './errors/job-state-conflict.error';
@@ -47,7 +48,15 @@ export type {
   TelemetryOptions,
 } from './jobs.options';
 export { JobsService } from './jobs.service';
-export type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
+export type {
+  EnqueuedJobRecord,
+  EnqueueItem,
+  EnqueueItemOptions,
+  EnqueueManyOptions,
+  EnqueueOptions,
+  RunNowConflictReason,
+  RunNowOutcome,
+} from './jobs.types';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types';
 export type { JobMetrics, JobMetricsBucket, JobNameMetrics } from './query/job-metrics';

@@ -14,7 +14,14 @@ import { JobRunner } from './execution/job-runner.service';
 import type { JobsWorker } from './fleet/jobs-worker';
 import { toJobsWorker } from './fleet/worker-presence';
 import { WorkersRepository } from './fleet/workers.repository';
-import type { EnqueuedJobRecord, EnqueueItem, EnqueueOptions, RunNowConflictReason, RunNowOutcome } from './jobs.types';
+import type {
+  EnqueuedJobRecord,
+  EnqueueItem,
+  EnqueueManyOptions,
+  EnqueueOptions,
+  RunNowConflictReason,
+  RunNowOutcome,
+} from './jobs.types';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
@@ -73,7 +80,14 @@ export class JobsService {
    *
    * Once the app declares a `JobPayloads` catalogue, `name` must be a declared name and `payload` its declared type;
    * a name declared elsewhere (another service's) goes through the overload taking `{ strict: false }`.
+   *
+   * With `{ session }` (a `ClientSession` of the jobs connection) every read and write goes in that session: inside
+   * its transaction the job exists if and only if the transaction commits, a held `dedupeKey` returns its holder
+   * without aborting the transaction (one upsert, no duplicate-key error), and the `enqueued` event and local wake-up
+   * wait for the commit (none for a rolled-back job). Two transactions taking one key at once: the second gets a
+   * write conflict (`TransientTransactionError`) that `withTransaction` retries.
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
+   * @throws InvalidSessionError for a session that is not a ClientSession, is another MongoClient's, or has ended.
    * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
    * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
    * @example await jobs.enqueue('email.send', { to: 'a@example.com' }, { delayMs: 60_000, dedupeKey: 'welcome:42' });
@@ -106,11 +120,17 @@ export class JobsService {
    * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
    * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored
    * (each stored one emits `enqueued`).
+   * @throws InvalidSessionError as `enqueue` does; `options.session` covers the whole batch as `enqueue`'s does one
+   * job (inside a transaction: one bulk insert of the keyless items, one upsert per keyed item).
+   * @example await connection.transaction((session) => jobs.enqueueMany(items, { session }));
    */
   async enqueueMany<TPayload = unknown, TName extends string = never>(
     items: EnqueueManyItems<TPayload, TName>,
+    options: EnqueueManyOptions = {},
   ): Promise<EnqueuedJobRecord<TPayload>[]> {
-    return (await this.enqueuer.enqueueMany(items as EnqueueItem[])).map((result) => enqueuedRecord<TPayload>(result));
+    return (await this.enqueuer.enqueueMany(items as EnqueueItem[], options)).map((result) =>
+      enqueuedRecord<TPayload>(result),
+    );
   }
 
   /** @throws InvalidJobIdError for anything but a 24-hex id. */

@@ -1,3 +1,4 @@
+import type { ClientSession } from 'mongoose';
 import type { JobRecord } from './persistence/job.types';
 
 /** Options of `JobsService.enqueue`. */
@@ -17,6 +18,22 @@ export interface EnqueueOptions {
   dedupeKey?: string;
   /** Reject names no handler in this process knows (only when this process has handlers). @default true */
   strict?: boolean;
+  /**
+   * A MongoDB session of the jobs connection (mongoose's `ClientSession` is the driver's): every read and write of the
+   * enqueue goes in it, so inside a transaction the job exists if and only if the transaction commits (outbox). The
+   * `enqueued` event and this process's wake-up wait for the commit; a rolled-back job announces nothing. See the
+   * README's "Enqueue inside a transaction".
+   */
+  session?: ClientSession;
+}
+
+/** The options of one `enqueueMany` item: a session is the whole batch's (`EnqueueManyOptions`). */
+export type EnqueueItemOptions = Omit<EnqueueOptions, 'session'>;
+
+/** Options of `JobsService.enqueueMany` that apply to the whole batch. */
+export interface EnqueueManyOptions {
+  /** As `EnqueueOptions.session`, for every item (an item's own options cannot carry one). */
+  session?: ClientSession;
 }
 
 /** What `enqueue`/`enqueueMany` return: the job, and whether it was stored by this call. */
@@ -32,7 +49,7 @@ export type EnqueuedJobRecord<TPayload = unknown> = JobRecord<TPayload> & {
 export interface EnqueueItem<TPayload = unknown> {
   name: string;
   payload?: TPayload;
-  options?: EnqueueOptions;
+  options?: EnqueueItemOptions;
 }
 
 /**

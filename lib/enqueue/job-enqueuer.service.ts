@@ -1,14 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
 import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { JobEvents } from '../events/job-events';
 import { JobRunner } from '../execution/job-runner.service';
 import { DEDUPE_WRITE_TRIES } from '../jobs.constants';
-import type { EnqueueItem, EnqueueOptions } from '../jobs.types';
+import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../jobs.types';
 import type { JobDocument } from '../persistence/job.schema';
 import { type InsertOutcome, JobsRepository } from '../persistence/jobs.repository';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
 import type { NewJobDocument } from '../types/new-job-document';
+import { afterCommit } from './after-commit';
+import { requireEnqueueSession } from './enqueue-session';
 import { JobDocumentFactory } from './job-document.factory';
 
 /** A stored job, or the pending/running job of its name that holds its dedupe key (`deduplicated`). */
@@ -19,8 +22,9 @@ export interface EnqueueResult {
 
 /**
  * The one way a job gets into the collection (`JobsService` and the cron scheduler): builds and validates it, inserts
- * it (single, bulk, cron tick), settles the race for its dedupe key, wakes this process's idle poll loop and emits
- * `enqueued` once per stored job, never for a deduplicated one.
+ * it (single, bulk, cron tick; the first two optionally in the caller's session and transaction, a cron tick never),
+ * settles the race for its dedupe key, wakes this process's idle poll loop and emits `enqueued` once per stored job,
+ * never for a deduplicated one (and, inside a transaction, only once it commits).
  */
 @Injectable()
 export class JobEnqueuer {
@@ -33,62 +37,135 @@ export class JobEnqueuer {
   ) {}
 
   /**
-   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
+   * With a `session` every read and write goes in it. Inside its transaction a dedupe key is taken by one upsert
+   * (`upsertByScope`: a duplicate-key error would abort the transaction), and the job is announced once it commits.
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError, InvalidSessionError before anything is written.
    * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError (see `JobsService.enqueue`).
    */
   async enqueue(name: unknown, payload: unknown, options: EnqueueOptions): Promise<EnqueueResult> {
     const doc = this.documents.build(name, payload, options);
-    return this.telemetry ? this.telemetry.traceSend([doc], () => this.store(doc), storedOne) : this.store(doc);
+    const session = requireEnqueueSession(options.session, (candidate) => this.repository.ownsSession(candidate));
+    if (!this.telemetry) return this.store(doc, session);
+    return this.telemetry.traceSend([doc], () => this.store(doc, session), storedOne);
   }
 
-  private store(doc: NewJobDocument): Promise<EnqueueResult> {
-    return this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
-      const stored = this.settle(doc, await this.repository.insert(doc)) ?? (await this.takeKey(doc));
-      this.announce([stored]);
-      return stored;
-    });
-  }
-
-  /** Every item is validated before anything is written; one bulk insert, one look-up of held keys. */
-  async enqueueMany(items: EnqueueItem[]): Promise<EnqueueResult[]> {
-    if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
-    const docs = items.map((item) => this.documents.build(item?.name, item?.payload, item?.options ?? {}));
-    if (docs.length === 0) return [];
-    const ids = docs.map((doc) => doc._id.toHexString());
-    if (!this.telemetry) return this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs));
-    return this.telemetry.traceSend(
-      docs,
-      () => this.events.holdWhileEnqueueing(ids, () => this.storeMany(docs)),
-      storedOfMany,
-    );
-  }
-
-  private async storeMany(docs: NewJobDocument[]): Promise<EnqueueResult[]> {
-    const outcomes = await this.repository.insertMany(docs);
-    const results: (EnqueueResult | undefined)[] = outcomes.map((outcome) =>
-      outcome.kind === 'inserted' ? { doc: outcome.doc, deduplicated: false } : undefined,
-    );
+  /** Stores one job, then announces it (inside a transaction: once it commits). */
+  private async store(doc: NewJobDocument, session: ClientSession | undefined): Promise<EnqueueResult> {
+    const release = this.events.hold([doc._id.toHexString()]);
+    let announced = false;
     try {
-      for (const outcome of outcomes) if (outcome.kind === 'rejected') throw outcome.error;
-      for (const [index, doc] of docs.entries()) results[index] = this.settle(doc, outcomes[index] as InsertOutcome);
-      const clashing = docs.flatMap((doc, index) => (results[index] ? [] : [doc.dedupeScope as string]));
-      if (clashing.length > 0) {
-        const holders = new Map(
-          (await this.repository.findLiveHolders([...new Set(clashing)])).map((job) => [job.dedupeScope, job]),
-        );
-        for (const [index, doc] of docs.entries()) {
-          if (results[index]) continue;
-          const holder = holders.get(doc.dedupeScope);
-          // The holder finished between the bulk write and the look-up: the first such item takes the key again.
-          results[index] = holder ? { doc: holder, deduplicated: true } : await this.takeKey(doc);
-          holders.set(doc.dedupeScope, (results[index] as EnqueueResult).doc);
-        }
+      const stored = await this.write(doc, session);
+      announced = true;
+      this.announce([stored], session, release);
+      return stored;
+    } finally {
+      if (!announced) release();
+    }
+  }
+
+  /**
+   * Every item is validated before anything is written; one bulk insert, one look-up of held keys (inside a
+   * transaction: one bulk insert of the keyless items, one upsert per keyed item).
+   */
+  async enqueueMany(items: EnqueueItem[], options: EnqueueManyOptions = {}): Promise<EnqueueResult[]> {
+    if (!Array.isArray(items)) throw new InvalidOptionError('items', items, 'must be an array');
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidOptionError('options', options, 'must be an object');
+    }
+    const docs = items.map((item) => {
+      // Untyped callers: the types leave `session` out of an item's options.
+      const itemSession = (item?.options as EnqueueOptions | undefined)?.session;
+      if (itemSession !== undefined) {
+        throw new InvalidOptionError('session', itemSession, "goes in enqueueMany's second argument, for the batch");
       }
+      return this.documents.build(item?.name, item?.payload, item?.options ?? {});
+    });
+    const session = requireEnqueueSession(options.session, (candidate) => this.repository.ownsSession(candidate));
+    if (docs.length === 0) return [];
+    if (!this.telemetry) return this.storeBatch(docs, session);
+    return this.telemetry.traceSend(docs, () => this.storeBatch(docs, session), storedOfMany);
+  }
+
+  /** Stores a validated batch, then announces what was stored (inside a transaction: once it commits). */
+  private async storeBatch(docs: NewJobDocument[], session: ClientSession | undefined): Promise<EnqueueResult[]> {
+    const release = this.events.hold(docs.map((doc) => doc._id.toHexString()));
+    const results: (EnqueueResult | undefined)[] = [];
+    try {
+      if (session?.inTransaction()) await this.storeManyInTransaction(docs, session, results);
+      else await this.storeMany(docs, session, results);
     } finally {
       // Also when an item ends the batch with an error: the jobs stored until then will run, so they are announced.
-      this.announce(results.filter((result) => result !== undefined));
+      this.announce(
+        results.filter((result) => result !== undefined),
+        session,
+        release,
+      );
     }
     return results as EnqueueResult[];
+  }
+
+  /** Writes one job: by upsert inside a transaction when it has a dedupe key, else by insert (then `takeKey`). */
+  private async write(doc: NewJobDocument, session: ClientSession | undefined): Promise<EnqueueResult> {
+    if (session?.inTransaction() && doc.dedupeScope !== undefined) return this.upsert(doc, session);
+    return this.settle(doc, await this.repository.insert(doc, session)) ?? (await this.takeKey(doc, session));
+  }
+
+  private async upsert(doc: NewJobDocument, session: ClientSession): Promise<EnqueueResult> {
+    const outcome = await this.repository.upsertByScope(doc, session);
+    return outcome.kind === 'inserted'
+      ? { doc: outcome.doc, deduplicated: false }
+      : { doc: outcome.holder, deduplicated: true };
+  }
+
+  /**
+   * Inside a transaction no write may fail on a dedupe key (that aborts the transaction): keyless jobs go in one bulk
+   * insert, keyed ones one upsert each, in input order (a transaction runs its operations one at a time), so a key
+   * repeated in the batch finds the item before it. Fills `results` by input index as it goes.
+   */
+  private async storeManyInTransaction(
+    docs: NewJobDocument[],
+    session: ClientSession,
+    results: (EnqueueResult | undefined)[],
+  ): Promise<void> {
+    const keyless = docs.flatMap((doc, index) => (doc.dedupeScope === undefined ? [index] : []));
+    if (keyless.length > 0) {
+      const outcomes = await this.repository.insertMany(
+        keyless.map((index) => docs[index]),
+        session,
+      );
+      for (const [at, outcome] of outcomes.entries()) {
+        if (outcome.kind === 'rejected') throw outcome.error;
+        results[keyless[at]] = this.settle(docs[keyless[at]], outcome);
+      }
+    }
+    for (const [index, doc] of docs.entries()) {
+      if (doc.dedupeScope !== undefined) results[index] = await this.upsert(doc, session);
+    }
+  }
+
+  private async storeMany(
+    docs: NewJobDocument[],
+    session: ClientSession | undefined,
+    results: (EnqueueResult | undefined)[],
+  ): Promise<void> {
+    const outcomes = await this.repository.insertMany(docs, session);
+    for (const [index, outcome] of outcomes.entries()) {
+      if (outcome.kind === 'inserted') results[index] = { doc: outcome.doc, deduplicated: false };
+    }
+    for (const outcome of outcomes) if (outcome.kind === 'rejected') throw outcome.error;
+    for (const [index, doc] of docs.entries()) results[index] = this.settle(doc, outcomes[index] as InsertOutcome);
+    const clashing = docs.flatMap((doc, index) => (results[index] ? [] : [doc.dedupeScope as string]));
+    if (clashing.length === 0) return;
+    const holders = new Map(
+      (await this.repository.findLiveHolders([...new Set(clashing)], session)).map((job) => [job.dedupeScope, job]),
+    );
+    for (const [index, doc] of docs.entries()) {
+      if (results[index]) continue;
+      const holder = holders.get(doc.dedupeScope);
+      // The holder finished between the bulk write and the look-up: the first such item takes the key again.
+      results[index] = holder ? { doc: holder, deduplicated: true } : await this.takeKey(doc, session);
+      holders.set(doc.dedupeScope, (results[index] as EnqueueResult).doc);
+    }
   }
 
   /** Enqueues the job of one cron tick unless it exists already. Resolves true when this call stored it. */
@@ -103,7 +180,7 @@ export class JobEnqueuer {
     return this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
       const outcome = await this.repository.insert(doc);
       if (outcome.kind !== 'inserted') return false;
-      this.announce([{ doc: outcome.doc, deduplicated: false }]);
+      this.announceNow([{ doc: outcome.doc, deduplicated: false }]);
       return true;
     });
   }
@@ -116,15 +193,15 @@ export class JobEnqueuer {
   }
 
   /** Resolves the live holder of `doc`'s key, or stores `doc` once the key is free; bounded tries. */
-  private async takeKey(doc: NewJobDocument): Promise<EnqueueResult> {
+  private async takeKey(doc: NewJobDocument, session?: ClientSession): Promise<EnqueueResult> {
     const scope = doc.dedupeScope as string;
     let clash: unknown;
     for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
-      const [holder] = await this.repository.findLiveHolders([scope]);
+      const [holder] = await this.repository.findLiveHolders([scope], session);
       if (holder) return { doc: holder, deduplicated: true };
       // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
-      await this.repository.freeStaleScope(scope);
-      const outcome = await this.repository.insert(doc);
+      await this.repository.freeStaleScope(scope, session);
+      const outcome = await this.repository.insert(doc, session);
       const stored = this.settle(doc, outcome);
       if (stored) return stored;
       if (outcome.kind === 'dedupe-clash') clash = outcome.error;
@@ -132,8 +209,22 @@ export class JobEnqueuer {
     throw new DedupeKeyContendedError(doc.name, doc.dedupeKey as string, DEDUPE_WRITE_TRIES, { cause: clash });
   }
 
-  /** Wakes an idle poll loop here and emits `enqueued` for each job stored (a deduplicated one was announced). */
-  private announce(results: EnqueueResult[]): void {
+  /**
+   * Wakes an idle poll loop here and emits `enqueued` for each job stored (a deduplicated one was announced), then
+   * `release`s the other events held for these jobs. Inside a transaction, all of it waits for the commit, and a
+   * transaction that does not commit announces nothing (see `afterCommit`).
+   */
+  private announce(results: EnqueueResult[], session: ClientSession | undefined, release: () => void): void {
+    const now = () => {
+      this.announceNow(results);
+      release();
+    };
+    // A failed commit releases the held events at once (they exist only if the job does), `enqueued` still waits.
+    if (session?.inTransaction()) afterCommit(session, now, release, release);
+    else now();
+  }
+
+  private announceNow(results: EnqueueResult[]): void {
     if (!results.some((result) => !result.deduplicated)) return;
     this.runner.notifyEnqueued();
     for (const { doc, deduplicated } of results) {

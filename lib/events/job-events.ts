@@ -32,12 +32,26 @@ export class JobEvents implements OnApplicationShutdown {
    * (a map entry per job in flight costs nothing next to the insert).
    */
   async holdWhileEnqueueing<T>(jobIds: readonly string[], enqueue: () => Promise<T>): Promise<T> {
-    for (const id of jobIds) this.enqueueing.set(id, []);
+    const release = this.hold(jobIds);
     try {
       return await enqueue();
     } finally {
-      for (const id of jobIds) this.releaseHeld(id);
+      release();
     }
+  }
+
+  /**
+   * Holds back the events of `jobIds` (but `enqueued`) until the returned function is called, which emits them; for an
+   * enqueue whose announcement waits for its transaction's commit. Calling it again does nothing.
+   */
+  hold(jobIds: readonly string[]): () => void {
+    for (const id of jobIds) this.enqueueing.set(id, []);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      for (const id of jobIds) this.releaseHeld(id);
+    };
   }
 
   emit(type: JobEventType, job: JobEventSubject, error?: string, progress?: JobProgress): void {

@@ -11,6 +11,7 @@ import { InvalidJobIdError } from '../errors/invalid-job-id.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { InvalidPayloadError } from '../errors/invalid-payload.error';
 import { InvalidProgressError } from '../errors/invalid-progress.error';
+import { InvalidSessionError } from '../errors/invalid-session.error';
 import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobNotFoundError } from '../errors/job-not-found.error';
 import { JobStateConflictError } from '../errors/job-state-conflict.error';
@@ -66,6 +67,8 @@ const STATUS_BY_ERROR = new Map<JobsErrorClass, HttpStatus | undefined>([
   [JobsModuleImportedTwiceError, undefined],
   [MongooseConnectionMissingError, undefined],
   [RequestScopedJobHandlerError, undefined],
+  // A session enqueue cannot use is the application's code's mistake, never the HTTP caller's input.
+  [InvalidSessionError, undefined],
   // Handler-side reasons a running job stops; one that reaches a request is a server bug.
   [JobCancelledError, undefined],
   [JobTimeoutError, undefined],

@@ -49,6 +49,9 @@ export type InsertOutcome =
 /** What inserting one job of a bulk write did: as `InsertOutcome`, or rejected by another unique index. */
 export type BulkInsertOutcome = InsertOutcome | { kind: 'rejected'; error: UniqueIndexRejectedJobError };
 
+/** What `upsertByScope` did: stored the job, or found the live job of its name that holds its dedupe key. */
+export type ScopedUpsertOutcome = { kind: 'inserted'; doc: JobDocument } | { kind: 'held'; holder: JobDocument };
+
 /** What `retry` did: revived the row, found it in no revivable state, or found its key held by another live job. */
 export type RetryResult =
   | { kind: 'revived'; job: JobDocument }
@@ -142,10 +145,10 @@ export class JobsRepository {
    * job's own dedupe scope or tick key is an outcome, not an error.
    * @throws UniqueIndexRejectedJobError when another unique index (the application's) rejects it.
    */
-  async insert(doc: NewJobDocument): Promise<InsertOutcome> {
+  async insert(doc: NewJobDocument, session?: mongo.ClientSession): Promise<InsertOutcome> {
     const copy = { ...doc } as JobDocument;
     try {
-      await this.collection.insertOne(copy, INSERT_OPTIONS);
+      await this.collection.insertOne(copy, { ...INSERT_OPTIONS, session });
       return { kind: 'inserted', doc: copy };
     } catch (error) {
       if (codeOf(error) !== DUPLICATE_KEY) throw error;
@@ -160,11 +163,11 @@ export class JobsRepository {
    * `insert` would, in input order. A job another unique index rejects is an outcome here (`rejected`), not a throw:
    * the caller must still learn which of the others were stored.
    */
-  async insertMany(docs: NewJobDocument[]): Promise<BulkInsertOutcome[]> {
+  async insertMany(docs: NewJobDocument[], session?: mongo.ClientSession): Promise<BulkInsertOutcome[]> {
     const copies = docs.map((doc) => ({ ...doc }) as JobDocument);
     const outcomes: BulkInsertOutcome[] = copies.map((doc) => ({ kind: 'inserted', doc }));
     try {
-      await this.collection.insertMany(copies, { ...INSERT_OPTIONS, ordered: false });
+      await this.collection.insertMany(copies, { ...INSERT_OPTIONS, ordered: false, session });
     } catch (error) {
       const duplicates = duplicateKeyErrorsOnly(error);
       if (!duplicates) throw error;
@@ -173,6 +176,12 @@ export class JobsRepository {
       }
     }
     return outcomes;
+  }
+
+  /** Whether `session` was started on the jobs connection's client (a session of another client cannot carry a write). */
+  ownsSession(session: mongo.ClientSession): boolean {
+    // `client` is on every driver session but not in the driver's public types.
+    return (session as unknown as { client: unknown }).client === this.model.db.getClient();
   }
 
   findById(id: Types.ObjectId): Promise<JobDocument | null> {
@@ -195,16 +204,58 @@ export class JobsRepository {
   }
 
   /** The pending or running jobs holding these dedupe scopes (the unique index allows one per scope). */
-  findLiveHolders(scopes: string[]): Promise<JobDocument[]> {
-    return this.collection.find({ dedupeScope: { $in: scopes }, status: { $in: LIVE } }).toArray();
+  findLiveHolders(scopes: string[], session?: mongo.ClientSession): Promise<JobDocument[]> {
+    return this.collection.find({ dedupeScope: { $in: scopes }, status: { $in: LIVE } }, { session }).toArray();
   }
 
   /**
    * Unsets a scope that a finished row still carries. Only a worker of an older version (which knew no scope)
    * finishes a job without freeing it; a live row never matches, so this cannot take a key from its holder.
    */
-  async freeStaleScope(scope: string): Promise<void> {
-    await this.collection.updateMany({ dedupeScope: scope, status: { $nin: LIVE } }, { $unset: { dedupeScope: '' } });
+  async freeStaleScope(scope: string, session?: mongo.ClientSession): Promise<void> {
+    await this.collection.updateMany(
+      { dedupeScope: scope, status: { $nin: LIVE } },
+      { $unset: { dedupeScope: '' } },
+      { session },
+    );
+  }
+
+  /**
+   * Stores `doc` unless a live job holds its dedupe scope, without a duplicate-key error (one would abort `session`'s
+   * transaction): an upsert keyed by the scope, `$setOnInsert` the job. A finished row still carrying the scope (an
+   * older version's worker left it) has it unset in the same transaction, then the upsert runs once more: the unique
+   * index allows one row per scope, so two upserts at most. Two transactions upserting one scope at once: the second
+   * gets a write conflict (TransientTransactionError), and its `withTransaction` retry finds the first one's job.
+   * @throws UniqueIndexRejectedJobError when another unique index (the application's) rejects it.
+   */
+  async upsertByScope(doc: NewJobDocument, session: mongo.ClientSession): Promise<ScopedUpsertOutcome> {
+    const copy = { ...doc } as JobDocument;
+    for (let tries = 0; tries < 2; tries += 1) {
+      const row = await this.upsertScope(copy, session);
+      if (row._id.equals(copy._id)) return { kind: 'inserted', doc: copy };
+      if (LIVE.includes(row.status)) return { kind: 'held', holder: row };
+      await this.collection.updateOne(
+        { _id: row._id, dedupeScope: doc.dedupeScope, status: { $nin: LIVE } },
+        { $unset: { dedupeScope: '' } },
+        { session },
+      );
+    }
+    throw new Error(`Dedupe scope ${doc.dedupeScope} was still held by a finished row after it was freed`);
+  }
+
+  private async upsertScope(copy: JobDocument, session: mongo.ClientSession): Promise<JobDocument> {
+    try {
+      const row = await this.collection.findOneAndUpdate(
+        { dedupeScope: copy.dedupeScope },
+        { $setOnInsert: copy },
+        { ...INSERT_OPTIONS, session, upsert: true, returnDocument: 'after' },
+      );
+      return row as JobDocument;
+    } catch (error) {
+      // A clash on the scope itself cannot happen here (the filter is the scope): only another index can reject it.
+      if (codeOf(error) !== DUPLICATE_KEY || isClashOn(error, DEDUPE_SCOPE_INDEX)) throw error;
+      throw this.rejected(error, copy, error);
+    }
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { EnqueueItem, EnqueueOptions } from '../jobs.types';
+import type { EnqueueItem, EnqueueItemOptions, EnqueueOptions } from '../jobs.types';
 
 /**
  * The app's job catalogue: job name → payload type. Empty here; an app declares its jobs by declaration merging, and
@@ -83,8 +83,8 @@ export type UncataloguedJobName<TName extends string> = TName & (TName extends D
 /** One `enqueueMany` item of a declared name. */
 export type CatalogueEnqueueItem<TName extends DeclaredJobName = DeclaredJobName> = {
   [N in TName]: undefined extends JobPayloads[N]
-    ? { name: N; payload?: JobPayloads[N]; options?: EnqueueOptions }
-    : { name: N; payload: JobPayloads[N]; options?: EnqueueOptions };
+    ? { name: N; payload?: JobPayloads[N]; options?: EnqueueItemOptions }
+    : { name: N; payload: JobPayloads[N]; options?: EnqueueItemOptions };
 }[TName];
 
 /**
@@ -94,7 +94,7 @@ export type CatalogueEnqueueItem<TName extends DeclaredJobName = DeclaredJobName
 export interface UncataloguedEnqueueItem<TPayload = unknown, TName extends string = string> {
   name: TName;
   payload?: TPayload;
-  options: UncataloguedEnqueueOptions;
+  options: EnqueueItemOptions & { strict: false };
 }
 
 /**

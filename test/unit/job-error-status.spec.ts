@@ -34,6 +34,8 @@ const EXPECTED: Record<string, number | undefined> = {
   JobsModuleImportedTwiceError: undefined,
   MongooseConnectionMissingError: undefined,
   RequestScopedJobHandlerError: undefined,
+  // A session enqueue cannot use: the application's code passed it, never the HTTP caller's input.
+  InvalidSessionError: undefined,
   // Handler side: reasons a running job stops, not answers to a request.
   JobCancelledError: undefined,
   JobTimeoutError: undefined,

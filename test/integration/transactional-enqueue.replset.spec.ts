@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import type { ClientSession } from 'mongoose';
+import { type JobEvent, JobHandler } from '../../lib';
+import { createJobsTestApp, deferred, type JobsTestApp } from '../support/jobs-app';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
+
+@Injectable()
+class OrderHandlers {
+  @JobHandler('order.confirm')
+  async confirm() {}
+}
+
+/**
+ * Atomicity of `enqueue(…, { session })` on a real server: needs a replica set (transactions), so it runs only when
+ * MONGODB_URI points at one, e.g. `MONGODB_URI=mongodb://localhost:27017/?replicaSet=rs0 npm test -- transactional`.
+ * Anywhere else it logs one line saying why and its tests return at once (the wire-level tests in
+ * transactional-enqueue.spec.ts still run).
+ */
+describe('enqueue inside a real transaction (replica set only)', () => {
+  let replicaSet: string | undefined;
+  let app: JobsTestApp;
+  let events: JobEvent[] = [];
+
+  beforeAll(async () => {
+    const client = await connectTestClient({ maxPoolSize: 1 });
+    try {
+      // isMaster, not hello: every server of the supported range and the Java test server answer it.
+      replicaSet = (await client.db('admin').command({ isMaster: 1 })).setName;
+    } finally {
+      await client.close();
+    }
+    if (!replicaSet) {
+      console.info(
+        'transactional-enqueue.replset: not run, the test server is not a replica set (no setName in its isMaster reply); ' +
+          'set MONGODB_URI=mongodb://host:port/?replicaSet=<name> to run it',
+      );
+      return;
+    }
+    app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('txn_replset'),
+      options: { worker: false },
+      providers: [OrderHandlers],
+    });
+    // A collection cannot be created inside a transaction on servers before 4.4: create both up front.
+    await app.connection.createCollection('orders');
+    app.jobs.events$.subscribe((event) => events.push(event));
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  const orders = () => app.connection.collection('orders');
+  const placeOrder = async (session: ClientSession, orderId: string) => {
+    await orders().insertOne({ orderId }, { session });
+    return app.jobs.enqueue('order.confirm', { orderId }, { session });
+  };
+
+  it('commits the job with the caller’s write; invisible outside before, announced after', async () => {
+    if (!replicaSet) return;
+    events = [];
+    let seenOutside: unknown = 'not read';
+    const job = await app.connection.transaction(async (session) => {
+      const stored = await placeOrder(session, 'committed');
+      seenOutside = await app.jobs.findById(stored.id);
+      expect(events).toEqual([]);
+      return stored;
+    });
+    expect(seenOutside).toBeNull();
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending', payload: { orderId: 'committed' } });
+    expect(await orders().countDocuments({ orderId: 'committed' })).toBe(1);
+    expect(events).toMatchObject([{ type: 'enqueued', jobId: job.id }]);
+  });
+
+  it('rolls the job back with the caller’s write when the transaction aborts, and announces nothing', async () => {
+    if (!replicaSet) return;
+    events = [];
+    let ids: string[] = [];
+    await expect(
+      app.connection.transaction(async (session) => {
+        ids = [(await placeOrder(session, 'aborted')).id];
+        const many = await app.jobs.enqueueMany(
+          [{ name: 'order.confirm' }, { name: 'order.confirm', options: { dedupeKey: 'aborted' } }],
+          { session },
+        );
+        ids.push(...many.map((job) => job.id));
+        throw new Error('payment declined');
+      }),
+    ).rejects.toThrow('payment declined');
+    expect(ids).toHaveLength(3);
+    for (const id of ids) expect(await app.jobs.findById(id)).toBeNull();
+    expect(await orders().countDocuments({ orderId: 'aborted' })).toBe(0);
+    expect(events).toEqual([]);
+  });
+
+  it('returns the live holder of a dedupe key inside a transaction without aborting it', async () => {
+    if (!replicaSet) return;
+    const holder = await app.jobs.enqueue('order.confirm', null, { dedupeKey: 'held' });
+    const result = await app.connection.transaction(async (session) => {
+      await orders().insertOne({ orderId: 'with-held-key' }, { session });
+      return app.jobs.enqueue('order.confirm', null, { session, dedupeKey: 'held' });
+    });
+    expect(result).toMatchObject({ id: holder.id, deduplicated: true });
+    expect(await orders().countDocuments({ orderId: 'with-held-key' })).toBe(1);
+  });
+
+  it('two transactions taking one key: the second conflicts, retries after the first commits, and dedupes', async () => {
+    if (!replicaSet) return;
+    const firstHolds = deferred();
+    const secondTried = deferred();
+    let secondAttempts = 0;
+    const first = app.connection.transaction(async (session) => {
+      const job = await app.jobs.enqueue('order.confirm', { by: 'first' }, { session, dedupeKey: 'contended' });
+      firstHolds.resolve();
+      await secondTried.promise; // holds the key uncommitted while the second transaction tries to take it
+      return job;
+    });
+    await firstHolds.promise;
+    const second = app.connection.transaction(async (session) => {
+      secondAttempts += 1;
+      try {
+        return await app.jobs.enqueue('order.confirm', { by: 'second' }, { session, dedupeKey: 'contended' });
+      } finally {
+        secondTried.resolve();
+      }
+    });
+    const [stored, deduplicated] = await Promise.all([first, second]);
+    expect(stored.deduplicated).toBe(false);
+    expect(deduplicated).toMatchObject({ id: stored.id, deduplicated: true });
+    expect(secondAttempts).toBeGreaterThan(1);
+  });
+});

@@ -1,0 +1,233 @@
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { type Binary, type Document, deserialize, type Long, serialize } from 'bson';
+
+const OP_REPLY = 1;
+const OP_MSG = 2013;
+const HEADER_BYTES = 16;
+const CHECKSUM_PRESENT = 1;
+const MORE_TO_COME = 2;
+/** Keep every value as the wire typed it (Int32, Long, Double…), so a re-encoded command means the same thing. */
+const EXACT = { promoteValues: false, promoteLongs: false, promoteBuffers: false, bsonRegExp: true } as const;
+/** The fields by which a command joins a session and its transaction. */
+export const SESSION_FIELDS = ['lsid', 'txnNumber', 'startTransaction', 'autocommit'] as const;
+/** Commands the proxy answers itself with `ok: 1`: a server without transactions (or sessions) would refuse them. */
+const ANSWERED_HERE = new Set(['commitTransaction', 'abortTransaction', 'endSessions']);
+
+/** One command the client sent, with the session fields it carried (absent fields are undefined). */
+export interface RecordedCommand {
+  /** The command's name (its first key), e.g. `insert`, `findAndModify`, `commitTransaction`. */
+  name: string;
+  /** The collection it targets, when its first value is one. */
+  collection?: string;
+  /** The session id (`lsid.id`) as hex. */
+  lsid?: string;
+  txnNumber?: number;
+  startTransaction?: boolean;
+  autocommit?: boolean;
+  /** Answered by the proxy itself (commit, abort, endSessions), never sent to the server. */
+  answeredByProxy: boolean;
+}
+
+export interface SessionWireProxyOptions {
+  /**
+   * Remove the session fields before forwarding, for a server that rejects them. The in-memory Java test server
+   * ignores them (checked), so by default they go through unchanged. @default false
+   */
+  stripSessionFields?: boolean;
+}
+
+/**
+ * A wire-protocol proxy that makes a server without sessions look like one that has them, for tests of session
+ * plumbing: it adds `logicalSessionTimeoutMinutes: 30` to every hello/isMaster reply (so the driver accepts a
+ * `ClientSession`), records the session fields of every OP_MSG command (and strips them before they reach the server
+ * when asked), and answers `commitTransaction`/`abortTransaction`/`endSessions` itself with `ok: 1`.
+ * It proves which session a command travelled in, never that a server kept it atomic: nothing is rolled back.
+ */
+export class SessionWireProxy {
+  /** Every command sent through the proxy, in order. */
+  readonly commands: RecordedCommand[] = [];
+  private readonly sockets = new Set<Socket>();
+  /** Error labels of the next commits to fail, one entry per commit. */
+  private readonly failingCommits: string[][] = [];
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(targetUri: string, options: SessionWireProxyOptions = {}): Promise<SessionWireProxy> {
+    const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,]+):(\d+)/.exec(targetUri);
+    if (!match) throw new Error(`SessionWireProxy needs a mongodb://host:port URI, got ${targetUri}`);
+    const target = { host: match[1], port: Number(match[2]) };
+    const strip = options.stripSessionFields ?? false;
+    let proxy: SessionWireProxy | undefined;
+    const server = createServer((client) => proxy?.accept(client, target, strip));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const address = server.address();
+    if (address === null || typeof address === 'string') throw new Error('SessionWireProxy: no TCP address');
+    proxy = new SessionWireProxy(server, address.port);
+    return proxy;
+  }
+
+  /** Connection string through this proxy (`directConnection`, so the driver never bypasses it). */
+  get uri(): string {
+    return `mongodb://127.0.0.1:${this.port}/?directConnection=true`;
+  }
+
+  /**
+   * Fails the next commit with a WriteConflict carrying `errorLabels` (e.g. `TransientTransactionError`, which makes
+   * `withTransaction` run the whole callback again, or `UnknownTransactionCommitResult`, which makes it retry the
+   * commit). Each call fails one more commit.
+   */
+  failNextCommit(errorLabels: string[]): void {
+    this.failingCommits.push(errorLabels);
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket, target: { host: string; port: number }, strip: boolean): void {
+    const upstream = tcpConnect(target.port, target.host);
+    for (const socket of [client, upstream]) {
+      socket.setNoDelay(true);
+      this.sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on(
+      'data',
+      framer((message) => {
+        const reply = this.fromClient(message, strip);
+        if (reply.answer) client.write(reply.answer);
+        else upstream.write(reply.forward as Buffer);
+      }),
+    );
+    upstream.on(
+      'data',
+      framer((message) => client.write(advertiseSessions(message))),
+    );
+  }
+
+  /** Records an OP_MSG command; forwards it (stripped) or answers it here. Other opcodes pass unchanged. */
+  private fromClient(message: Buffer, strip: boolean): { forward?: Buffer; answer?: Buffer } {
+    if (message.readInt32LE(12) !== OP_MSG) return { forward: message };
+    const msg = parseOpMsg(message);
+    const name = Object.keys(msg.body)[0];
+    const answeredByProxy = ANSWERED_HERE.has(name);
+    this.commands.push(record(name, msg.body, answeredByProxy));
+    if (answeredByProxy) {
+      if ((msg.flags & MORE_TO_COME) !== 0) return { answer: Buffer.alloc(0) };
+      const labels = name === 'commitTransaction' ? this.failingCommits.shift() : undefined;
+      return { answer: reply(message, labels ? writeConflict(labels) : { ok: 1 }) };
+    }
+    if (!strip || !SESSION_FIELDS.some((field) => field in msg.body)) return { forward: message };
+    for (const field of SESSION_FIELDS) delete msg.body[field];
+    return { forward: buildOpMsg(message, msg.flags, msg.body, msg.rest) };
+  }
+}
+
+/** Splits a byte stream into whole wire messages (each starts with its int32 length). */
+function framer(onMessage: (message: Buffer) => void): (chunk: Buffer) => void {
+  let pending: Buffer = Buffer.alloc(0);
+  return (chunk) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
+      const length = pending.readInt32LE(0);
+      onMessage(pending.subarray(0, length));
+      pending = pending.subarray(length);
+    }
+  };
+}
+
+interface ParsedOpMsg {
+  flags: number;
+  body: Document;
+  /** The sections after the body (document sequences), as bytes. */
+  rest: Buffer;
+}
+
+/** The kind-0 body of an OP_MSG (the driver always sends it first), and what follows it. */
+function parseOpMsg(message: Buffer): ParsedOpMsg {
+  const flags = message.readUInt32LE(HEADER_BYTES);
+  const end = message.length - ((flags & CHECKSUM_PRESENT) !== 0 ? 4 : 0);
+  const at = HEADER_BYTES + 4;
+  if (message[at] !== 0) throw new Error('SessionWireProxy: OP_MSG without a leading body section');
+  const size = message.readInt32LE(at + 1);
+  const body = deserialize(message.subarray(at + 1, at + 1 + size), EXACT);
+  return { flags, body, rest: message.subarray(at + 1 + size, end) };
+}
+
+/** An OP_MSG with the same header ids, a new body and no checksum (it would no longer match). */
+function buildOpMsg(original: Buffer, flags: number, body: Document, rest: Buffer): Buffer {
+  const encoded = Buffer.from(serialize(body));
+  const header = Buffer.from(original.subarray(0, HEADER_BYTES + 4));
+  header.writeUInt32LE(flags & ~CHECKSUM_PRESENT, HEADER_BYTES);
+  const message = Buffer.concat([header, Buffer.from([0]), encoded, rest]);
+  message.writeInt32LE(message.length, 0);
+  return message;
+}
+
+/** `body` in answer to `request`. */
+function reply(request: Buffer, body: Document): Buffer {
+  const header = Buffer.alloc(HEADER_BYTES + 4);
+  header.writeInt32LE(0, 4);
+  header.writeInt32LE(request.readInt32LE(4), 8);
+  header.writeInt32LE(OP_MSG, 12);
+  return buildOpMsg(header, 0, body, Buffer.alloc(0));
+}
+
+function writeConflict(errorLabels: string[]): Document {
+  return { ok: 0, errmsg: 'injected by SessionWireProxy', code: 112, codeName: 'WriteConflict', errorLabels };
+}
+
+/** A hello/isMaster reply (the only reply carrying `maxWireVersion`) with `logicalSessionTimeoutMinutes` added. */
+function advertiseSessions(message: Buffer): Buffer {
+  const opCode = message.readInt32LE(12);
+  if (opCode === OP_MSG) {
+    const msg = parseOpMsg(message);
+    if (!('maxWireVersion' in msg.body)) return message;
+    return buildOpMsg(message, msg.flags, withSessions(msg.body), msg.rest);
+  }
+  if (opCode === OP_REPLY && message.readInt32LE(HEADER_BYTES + 16) === 1) {
+    const at = HEADER_BYTES + 20;
+    const doc = deserialize(message.subarray(at), EXACT);
+    if (!('maxWireVersion' in doc)) return message;
+    const reply = Buffer.concat([message.subarray(0, at), Buffer.from(serialize(withSessions(doc)))]);
+    reply.writeInt32LE(reply.length, 0);
+    return reply;
+  }
+  return message;
+}
+
+function withSessions(hello: Document): Document {
+  return { ...hello, logicalSessionTimeoutMinutes: 30 };
+}
+
+function record(name: string, body: Document, answeredByProxy: boolean): RecordedCommand {
+  const target = body[name];
+  const lsid = body.lsid as { id?: Binary } | undefined;
+  const txnNumber = body.txnNumber as Long | undefined;
+  return {
+    name,
+    collection: typeof target === 'string' ? target : undefined,
+    lsid: lsid?.id ? Buffer.from(lsid.id.buffer).toString('hex') : undefined,
+    txnNumber: typeof txnNumber === 'object' ? txnNumber.toNumber() : txnNumber,
+    startTransaction: flag(body.startTransaction),
+    autocommit: flag(body.autocommit),
+    answeredByProxy,
+  };
+}
+
+/** A boolean field as a boolean (absent → undefined). */
+function flag(value: unknown): boolean | undefined {
+  return value === undefined ? undefined : Boolean(value);
+}
