@@ -33,6 +33,7 @@ import { JobRetention } from './retention/job-retention.service';
 import { RetentionSweeper } from './retention/retention-sweeper.service';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
 import { JobWaiter } from './waiting/job-waiter.service';
+import { JobsDrainer } from './waiting/jobs-drainer';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -99,6 +100,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsWorkerMonitor,
     JobsCronScheduler,
     JobWaiter,
+    JobsDrainer,
     WorkersRepository,
     WorkerPresenceService,
     JobsService,

@@ -40,6 +40,14 @@ export class JobEvents implements OnApplicationShutdown {
     }
   }
 
+  /**
+   * Whether an enqueue of this process is awaiting its acknowledgement: its job may not be readable yet (`drain` must
+   * not call the queue empty meanwhile, e.g. for a follow-up a handler enqueued without awaiting it).
+   */
+  get enqueuesInFlight(): boolean {
+    return this.enqueueing.size > 0;
+  }
+
   emit(type: JobEventType, job: JobEventSubject, error?: string, progress?: JobProgress): void {
     const held = type === 'enqueued' ? undefined : this.enqueueing.get(job.jobId);
     // Nobody listens and nothing is to be held for a later subscriber: build nothing (this runs several times a job).

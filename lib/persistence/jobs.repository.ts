@@ -599,6 +599,33 @@ export class JobsRepository {
       .toArray();
   }
 
+  /**
+   * For `drain`: per name and status, the rows of `names` that are `running`, or `pending` with `runAt` before
+   * `before`, and the smallest `_id` of each group. Each branch of the `$or` is an equality on `status`, an `$in` on
+   * `name` and (pending) a range on `runAt`: both are served by `claim_by_name`, so jobs delayed past `before` and
+   * finished jobs are never read.
+   */
+  countUnfinished(
+    names: readonly string[],
+    before: Date,
+  ): Promise<{ _id: { name: string; status: 'pending' | 'running' }; count: number; firstId: unknown }[]> {
+    const name = { $in: [...names] };
+    return this.collection
+      .aggregate<{ _id: { name: string; status: 'pending' | 'running' }; count: number; firstId: unknown }>([
+        {
+          $match: {
+            $or: [
+              { status: 'running', name },
+              { status: 'pending', name, runAt: { $lt: before } },
+            ],
+          },
+        },
+        { $group: { _id: { name: '$name', status: '$status' }, count: { $sum: 1 }, firstId: { $min: '$_id' } } },
+        { $sort: { '_id.name': 1, '_id.status': 1 } },
+      ])
+      .toArray();
+  }
+
   /** Round trip to the server (health checks). */
   async ping(): Promise<void> {
     const db = this.model.db.db;

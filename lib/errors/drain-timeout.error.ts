@@ -1,0 +1,35 @@
+import { WaitTimeoutError } from './wait-timeout.error';
+
+/** One name and status a drain was still waiting for when it gave up. */
+export interface DrainLeftover {
+  name: string;
+  status: 'pending' | 'running';
+  /** How many jobs of this name are in this status (pending: those due before the drain's deadline). */
+  count: number;
+  /** One of them (the smallest id), to look up with `findById`. */
+  jobId: string;
+}
+
+/**
+ * `JobsService.drain` gave up: jobs of the names it waited for were still running, or pending and due before its
+ * deadline, when `timeoutMs` ran out. A `WaitTimeoutError` (HTTP 504); the jobs are untouched and may still finish.
+ */
+export class DrainTimeoutError extends WaitTimeoutError {
+  constructor(
+    /** What the last successful read found left, per name and status (empty when no read succeeded: see `cause`). */
+    readonly left: readonly DrainLeftover[],
+    timeoutMs: number,
+    options?: { cause?: unknown },
+  ) {
+    // `jobId` (from WaitTimeoutError) is one job still left, so code written for waitUntilFinished still has an id.
+    super(left[0]?.jobId ?? '', timeoutMs, options);
+    this.message =
+      left.length === 0
+        ? `Jobs could not be read within ${timeoutMs} ms (drain); see the cause`
+        : `Jobs still left after ${timeoutMs} ms (drain): ${left.map(describe).join(', ')}; they may still finish later`;
+  }
+}
+
+function describe({ name, status, count, jobId }: DrainLeftover): string {
+  return `${count} ${status} ${JSON.stringify(name)} (e.g. ${jobId})`;
+}
