@@ -158,9 +158,9 @@ export class JobsService {
    * @throws DrainTimeoutError (a `WaitTimeoutError`) when jobs are still left after `timeoutMs`, listing them per
    * name and status with one id each; they are untouched and may still finish.
    * @example
-   * await request(app.getHttpServer()).post('/reports').send({ id: 'r1' });
-   * await jobs.drain({ timeoutMs: 10_000 });
-   * expect(await reports.find('r1')).toMatchObject({ built: true });
+   * await fetch(`${await app.getUrl()}/reports/r1`, { method: 'POST' }); // enqueues report.build
+   * await app.get(JobsService).drain({ timeoutMs: 10_000 });
+   * expect(app.get(ReportStore).get('r1')).toBeDefined();
    */
   drain(options: DrainOptions): Promise<void> {
     return this.drainer.drain(options);

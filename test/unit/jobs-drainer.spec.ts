@@ -1,0 +1,37 @@
+import { describe, expect, it } from '@jest/globals';
+import type { JobClaimService } from '../../lib/claim/job-claim.service';
+import { JobEvents } from '../../lib/events/job-events';
+import type { ResolvedJobsOptions } from '../../lib/jobs.options';
+import type { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { JobsDrainer } from '../../lib/waiting/jobs-drainer';
+
+type Group = Awaited<ReturnType<JobsRepository['countUnfinished']>>[number];
+
+const retrying: Group = { _id: { name: 'a', status: 'pending' }, count: 1, firstId: 'x' };
+
+/** A drainer whose reads answer `answers` in turn (the last one from then on); `reads` counts them. */
+function drainerReading(answers: Group[][]): { drainer: JobsDrainer; reads: () => number } {
+  let count = 0;
+  const repository = {
+    countUnfinished: async () => answers[Math.min(count++, answers.length - 1)],
+  } as unknown as JobsRepository;
+  const claims = { claimableNames: () => ['a'] } as unknown as JobClaimService;
+  const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
+  return { drainer: new JobsDrainer(repository, new JobEvents(), claims, options), reads: () => count };
+}
+
+describe('JobsDrainer reads', () => {
+  it('does not end on one empty read: a job moving from running back to pending mid-read can be missed by it', async () => {
+    const { drainer, reads } = drainerReading([[], [retrying], [], []]);
+    const error = await drainer.drain({ timeoutMs: 1_000 }).catch((e: unknown) => e);
+    // Confirmed empty only at the 3rd and 4th reads: a drain that trusted the first read would have ended at once.
+    expect(error).toBeUndefined();
+    expect(reads()).toBe(4);
+  });
+
+  it('ends after two empty reads in a row', async () => {
+    const { drainer, reads } = drainerReading([[]]);
+    await drainer.drain({ timeoutMs: 1_000 });
+    expect(reads()).toBe(2);
+  });
+});
