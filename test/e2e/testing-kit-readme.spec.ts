@@ -1,64 +1,16 @@
 /**
- * The code of the README's "Testing your jobs" section, run as it is written there. Only the imports differ
- * (`../../lib` for `nestjs-mongo-jobs`, `../../lib/testing` for `nestjs-mongo-jobs/testing`) and the database URI and
- * name come from the test harness: keep the two in step when either changes.
+ * The code of the README's "Testing your jobs" section, run as it is written there (its application is in
+ * `test/support/readme-reports-app.ts`). Only the imports differ (`../../lib` for `nestjs-mongo-jobs`,
+ * `../../lib/testing` for `nestjs-mongo-jobs/testing`) and the database URI comes from the test harness: the last test
+ * fails when the README and this code drift apart.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Controller, HttpCode, type INestApplication, Injectable, Module, Param, Post } from '@nestjs/common';
-import { MongooseModule } from '@nestjs/mongoose';
+import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { JobCancelledError, type JobExecutionContext, JobHandler, JobsModule, JobsService } from '../../lib';
+import { JobCancelledError, JobsService } from '../../lib';
 import { createTestJobContext } from '../../lib/testing';
-import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
-
-const dbName = uniqueDatabaseName('testing-kit-readme');
-
-// --- the application (README: "reports.ts") ---
-
-@Injectable()
-export class ReportStore {
-  private readonly built = new Map<string, { chunks: number }>();
-  save(reportId: string, chunks: number) {
-    this.built.set(reportId, { chunks });
-  }
-  get(reportId: string) {
-    return this.built.get(reportId);
-  }
-}
-
-@Injectable()
-export class ReportJobs {
-  constructor(private readonly store: ReportStore) {}
-
-  @JobHandler('report.build', { maxAttempts: 3 })
-  async build(payload: { reportId: string; chunks: number }, ctx: JobExecutionContext) {
-    for (let done = 1; done <= payload.chunks; done += 1) {
-      ctx.signal.throwIfAborted(); // cancelled, timed out, lease lost or shutting down: stop here
-      await ctx.updateProgress({ done, total: payload.chunks });
-    }
-    this.store.save(payload.reportId, payload.chunks);
-  }
-}
-
-@Controller('reports')
-export class ReportsController {
-  constructor(private readonly jobs: JobsService) {}
-
-  @Post(':id')
-  @HttpCode(202)
-  async request(@Param('id') id: string) {
-    const job = await this.jobs.enqueue('report.build', { reportId: id, chunks: 3 });
-    return { jobId: job.id };
-  }
-}
-
-@Module({
-  imports: [MongooseModule.forRoot(testMongoUri(), { dbName }), JobsModule.forRoot()],
-  controllers: [ReportsController],
-  providers: [ReportStore, ReportJobs],
-})
-export class AppModule {}
+import { AppModule, ReportJobs, ReportStore } from '../support/readme-reports-app';
 
 // --- README: "reports.spec.ts", a unit test of the handler (no MongoDB, no Nest) ---
 
@@ -129,7 +81,11 @@ describe('README "Testing your jobs"', () => {
     );
     const blocks = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => comparable(match[1]));
     expect(blocks).toHaveLength(3);
-    const spec = comparable(readFileSync('test/e2e/testing-kit-readme.spec.ts', 'utf8'));
+    const spec = comparable(
+      ['test/support/readme-reports-app.ts', 'test/e2e/testing-kit-readme.spec.ts']
+        .map((file) => readFileSync(file, 'utf8'))
+        .join('\n'),
+    );
     for (const block of blocks) expect(spec).toContain(block);
   });
 });
