@@ -16,7 +16,10 @@ export interface DrainLeftover {
  */
 export class DrainTimeoutError extends WaitTimeoutError {
   constructor(
-    /** What the last successful read found left, per name and status (empty when no read succeeded: see `cause`). */
+    /**
+     * What the last successful read found left, per name and status; empty when none found anything (a read that
+     * failed is the `cause`).
+     */
     readonly left: readonly DrainLeftover[],
     timeoutMs: number,
     options?: { cause?: unknown },
@@ -25,7 +28,8 @@ export class DrainTimeoutError extends WaitTimeoutError {
     super(left[0]?.jobId ?? '', timeoutMs, options);
     this.message =
       left.length === 0
-        ? `Jobs could not be read within ${timeoutMs} ms (drain); see the cause`
+        ? `Could not confirm within ${timeoutMs} ms that no job was left (drain): the last read failed or was not ` +
+          'repeated in time, or an enqueue of this process was still awaiting its acknowledgement'
         : `Jobs still left after ${timeoutMs} ms (drain): ${left.map(describe).join(', ')}; they may still finish later`;
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { JobClaimService } from '../../lib/claim/job-claim.service';
+import { DrainTimeoutError } from '../../lib/errors/drain-timeout.error';
 import { JobEvents } from '../../lib/events/job-events';
 import type { ResolvedJobsOptions } from '../../lib/jobs.options';
 import type { JobsRepository } from '../../lib/persistence/jobs.repository';
@@ -33,5 +34,18 @@ describe('JobsDrainer reads', () => {
     const { drainer, reads } = drainerReading([[]]);
     await drainer.drain({ timeoutMs: 1_000 });
     expect(reads()).toBe(2);
+  });
+
+  it('gives up with the read error as its cause when the collection cannot be read', async () => {
+    const outage = new Error('connection refused');
+    const repository = { countUnfinished: async () => Promise.reject(outage) } as unknown as JobsRepository;
+    const claims = { claimableNames: () => ['a'] } as unknown as JobClaimService;
+    const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
+    const drainer = new JobsDrainer(repository, new JobEvents(), claims, options);
+    const error = (await drainer.drain({ timeoutMs: 30 }).catch((e: unknown) => e)) as DrainTimeoutError;
+    expect(error).toBeInstanceOf(DrainTimeoutError);
+    expect(error.left).toEqual([]);
+    expect(error.cause).toBe(outage);
+    expect(error.message).toContain('Could not confirm within 30 ms');
   });
 });
