@@ -90,17 +90,21 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
     },
     extendLockTimeCalls,
     progressUpdates,
-    async extendLockTime(ms: number): Promise<void> {
-      const invalid = lockExtensionError(ms);
-      if (invalid) throw invalid;
-      if (stale) throw stale;
-      extendLockTimeCalls.push(ms);
-      leaseExpiresAt = Math.max(leaseExpiresAt, Date.now() + ms); // a renewal never lowers the deadline
+    extendLockTime(ms: number): Promise<void> {
+      return forgettable(() => {
+        const invalid = lockExtensionError(ms);
+        if (invalid) throw invalid;
+        if (stale) throw stale;
+        extendLockTimeCalls.push(ms);
+        leaseExpiresAt = Math.max(leaseExpiresAt, Date.now() + ms); // a renewal never lowers the deadline
+      });
     },
-    async updateProgress(value: JobProgress): Promise<void> {
-      const snapshot = progressSnapshot(value);
-      if (stale) throw stale;
-      progressUpdates.push(snapshot);
+    updateProgress(value: JobProgress): Promise<void> {
+      return forgettable(() => {
+        const snapshot = progressSnapshot(value);
+        if (stale) throw stale;
+        progressUpdates.push(snapshot);
+      });
     },
     abort(reason: Error = new JobCancelledError(jobId)): void {
       if (controller.signal.aborted) return;
@@ -108,4 +112,21 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
       controller.abort(reason);
     },
   };
+}
+
+/**
+ * Runs `call` as a settled promise that a caller may also ignore: the real context marks its renewal and progress
+ * promises handled (a handler that fires and forgets one must not crash the worker), so a refused call not awaited
+ * must not fail the user's test with an unhandled rejection either. A caller who awaits still gets the rejection.
+ */
+function forgettable(call: () => void): Promise<void> {
+  let result: Promise<void>;
+  try {
+    call();
+    result = Promise.resolve();
+  } catch (error) {
+    result = Promise.reject(error);
+  }
+  result.catch(() => undefined);
+  return result;
 }

@@ -144,6 +144,37 @@ describe('createTestJobContext', () => {
     expect(ctx.extendLockTimeCalls).toEqual([5_000]);
   });
 
+  it('lets a handler fire and forget a refused call, as the real context does (no unhandled rejection)', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      for (const ctx of [realContext(), createTestJobContext()]) {
+        void ctx.updateProgress(Number.NaN);
+        void ctx.extendLockTime(-1);
+      }
+      const ctx = createTestJobContext();
+      ctx.abort(new LeaseLostError(ctx.jobId, ctx.lockId, 'expired'));
+      void ctx.updateProgress(50);
+      void ctx.extendLockTime(1_000);
+      // Node reports an unhandled rejection after the microtask queue drains: two macrotasks are enough.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+    expect(unhandled.map((reason) => (reason as Error).constructor.name)).toEqual([]);
+  });
+
+  it('refuses a 9 MB progress string as the real context does, quickly and without recording it', async () => {
+    const ctx = createTestJobContext();
+    const huge = { note: 'x'.repeat(9 * 1024 * 1024) };
+    const expected = await rejectionOf(realContext().updateProgress(huge));
+    expect(await rejectionOf(ctx.updateProgress(huge))).toEqual(expected);
+    expect(expected.type).toBe('InvalidProgressError');
+    expect(ctx.progressUpdates).toEqual([]);
+  });
+
   it('drives a handler the way a worker would', async () => {
     async function handler(payload: { chunks: number }, ctx: JobExecutionContext): Promise<number> {
       let done = 0;
