@@ -8,6 +8,11 @@ export interface DrainLeftover {
   count: number;
   /** One of them (the smallest id), to look up with `findById`. */
   jobId: string;
+  /**
+   * Of these `running` jobs, how many had their lease run out at the last read: their worker stopped (crashed, or
+   * lost the database) and only a process that runs this name reclaims them. Absent when none.
+   */
+  expiredLeases?: number;
 }
 
 /**
@@ -34,6 +39,9 @@ export class DrainTimeoutError extends WaitTimeoutError {
   }
 }
 
-function describe({ name, status, count, jobId }: DrainLeftover): string {
-  return `${count} ${status} ${JSON.stringify(name)} (e.g. ${jobId})`;
+function describe({ name, status, count, jobId, expiredLeases }: DrainLeftover): string {
+  const orphans = expiredLeases
+    ? `, ${expiredLeases} of them with a lease run out, waiting for a worker that runs ${JSON.stringify(name)} to reclaim`
+    : '';
+  return `${count} ${status} ${JSON.stringify(name)} (e.g. ${jobId}${orphans})`;
 }

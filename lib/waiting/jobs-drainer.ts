@@ -111,12 +111,13 @@ export class JobsDrainer {
   }
 
   private async readLeft(names: readonly string[], before: Date): Promise<DrainLeftover[]> {
-    const groups = await this.repository.countUnfinished(names, before);
-    return groups.map(({ _id, count, firstId }) => ({
+    const groups = await this.repository.countUnfinished(names, before, new Date());
+    return groups.map(({ _id, count, firstId, expiredLeases }) => ({
       name: _id.name,
       status: _id.status,
       count,
       jobId: describeJobId(firstId),
+      ...(expiredLeases > 0 ? { expiredLeases } : {}),
     }));
   }
 }

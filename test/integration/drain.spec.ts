@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
+import { Types } from 'mongoose';
 import {
   DrainTimeoutError,
   InvalidDurationError,
@@ -168,6 +169,36 @@ describe('JobsService.drain', () => {
       .catch((e: unknown) => e)) as DrainTimeoutError;
     expect(error).toBeInstanceOf(DrainTimeoutError);
     expect(error.left).toEqual([{ name: 'drain.nobody', status: 'pending', count: 1, jobId: id }]);
+    await app.jobs.cancel(id);
+  });
+
+  /** Turns a delayed pending job into the row a crashed worker leaves: `running`, its lease run out long ago. */
+  async function orphan(name: string): Promise<string> {
+    const { id } = await app.jobs.enqueue(name, {}, { delayMs: 3_600_000, strict: false });
+    const past = new Date(Date.now() - 60_000);
+    await app.connection
+      .collection('jobs')
+      .updateOne(
+        { _id: new Types.ObjectId(id) },
+        { $set: { status: 'running', runAt: past, lockedBy: 'crashed#1', lockedUntil: past, fencingToken: 1 } },
+      );
+    return id;
+  }
+
+  it('waits for the reclaim of a job left running with an expired lease by a crashed worker', async () => {
+    const id = await orphan('drain.child');
+    await app.jobs.drain({ timeoutMs: 10_000 });
+    expect(['completed', 'dead']).toContain(await statusOf(id));
+  });
+
+  it('names a job left running with an expired lease that nobody reclaims, and says its lease ran out', async () => {
+    const id = await orphan('drain.orphan');
+    const error = (await app.jobs
+      .drain({ names: ['drain.orphan'], timeoutMs: 200 })
+      .catch((e: unknown) => e)) as DrainTimeoutError;
+    expect(error).toBeInstanceOf(DrainTimeoutError);
+    expect(error.left).toEqual([{ name: 'drain.orphan', status: 'running', count: 1, jobId: id, expiredLeases: 1 }]);
+    expect(error.message).toMatch(/lease/);
     await app.jobs.cancel(id);
   });
 

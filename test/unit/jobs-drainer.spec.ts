@@ -8,7 +8,7 @@ import { JobsDrainer } from '../../lib/waiting/jobs-drainer';
 
 type Group = Awaited<ReturnType<JobsRepository['countUnfinished']>>[number];
 
-const retrying: Group = { _id: { name: 'a', status: 'pending' }, count: 1, firstId: 'x' };
+const retrying: Group = { _id: { name: 'a', status: 'pending' }, count: 1, firstId: 'x', expiredLeases: 0 };
 
 /** A drainer whose reads answer `answers` in turn (the last one from then on); `reads` counts them. */
 function drainerReading(answers: Group[][]): { drainer: JobsDrainer; reads: () => number } {
