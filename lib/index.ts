@@ -4,6 +4,7 @@ export type { JobHandlerOptions } from './decorators/job-handler.options';
 export { DashboardGuardRequiredError } from './errors/dashboard-guard-required.error';
 export { DedupeConflictError } from './errors/dedupe-conflict.error';
 export { DedupeKeyContendedError } from './errors/dedupe-key-contended.error';
+export { type DrainLeftover, DrainTimeoutError } from './errors/drain-timeout.error';
 export { DuplicateJobHandlerError } from './errors/duplicate-job-handler.error';
 export { IndexConflictError } from './errors/index-conflict.error';
 export { IndexSetupTimeoutError } from './errors/index-setup-timeout.error';
@@ -80,3 +81,4 @@ export type {
   UncataloguedJobName,
 } from './types/job-catalogue';
 export type { JobExecutionContext } from './types/job-execution-context';
+export type { DrainOptions } from './waiting/drain-options';

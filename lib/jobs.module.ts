@@ -34,6 +34,7 @@ import { RetentionSweeper } from './retention/retention-sweeper.service';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider';
 import { JobWaiter } from './waiting/job-waiter.service';
+import { JobsDrainer } from './waiting/jobs-drainer';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -101,6 +102,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsWorkerMonitor,
     JobsCronScheduler,
     JobWaiter,
+    JobsDrainer,
     WorkersRepository,
     WorkerPresenceService,
     JobsService,

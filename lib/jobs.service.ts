@@ -45,7 +45,9 @@ import type {
 import { now } from './utils/clock';
 import { parseJobId } from './utils/job-id';
 import { isDuration } from './utils/validate';
+import type { DrainOptions } from './waiting/drain-options';
 import { JobWaiter } from './waiting/job-waiter.service';
+import { JobsDrainer } from './waiting/jobs-drainer';
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()
@@ -68,6 +70,7 @@ export class JobsService {
     private readonly waiter: JobWaiter,
     private readonly retention: JobRetention,
     private readonly workersRepository: WorkersRepository,
+    private readonly drainer: JobsDrainer,
   ) {
     this.events$ = events.events$;
   }
@@ -159,6 +162,28 @@ export class JobsService {
     const timeoutMs = options?.timeoutMs;
     if (!isDuration(timeoutMs)) throw new InvalidDurationError('waitUntilFinished timeoutMs', timeoutMs);
     return toJobRecord<TPayload>(await this.waiter.waitUntilFinal(jobId, timeoutMs));
+  }
+
+  /**
+   * Resolves once no job of `names` is left to run soon: none `running` and none `pending` with a `runAt` before this
+   * call's deadline (now + `timeoutMs`), whichever process runs them. So it waits for retries waiting out a backoff
+   * and for jobs that handlers enqueue meanwhile, but not for jobs delayed past the deadline. For end-to-end tests and
+   * scripts: enqueue, drain, then look at what the jobs did. `names` defaults to the names this process runs; a name
+   * no process handles may be given too, and its due jobs are then what is left when the drain gives up. The
+   * collection is read at once, after every local event that may have finished a job, and otherwise every
+   * `min(pollIntervalMs, 250 ms)` (jobs run by other processes).
+   * @throws InvalidDurationError for a `timeoutMs` not in (0, 1e12]; InvalidOptionError for `names` that is not a
+   * non-empty array of job names, an option it does not know, or no `names` in a process that runs no jobs
+   * (`worker: false`): all before reading anything.
+   * @throws DrainTimeoutError (a `WaitTimeoutError`) when jobs are still left after `timeoutMs`, listing them per
+   * name and status with one id each; they are untouched and may still finish.
+   * @example
+   * await fetch(`${await app.getUrl()}/reports/r1`, { method: 'POST' }); // enqueues report.build
+   * await app.get(JobsService).drain({ timeoutMs: 10_000 });
+   * expect(app.get(ReportStore).get('r1')).toBeDefined();
+   */
+  drain(options: DrainOptions): Promise<void> {
+    return this.drainer.drain(options);
   }
 
   /**

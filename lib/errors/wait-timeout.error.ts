@@ -3,6 +3,7 @@ import { JobsError } from './jobs.error';
 /**
  * `JobsService.waitUntilFinished` gave up: the job was not completed, dead, failed or cancelled within `timeoutMs`.
  * The job itself is untouched and may still finish (unlike `JobTimeoutError`, which means a handler ran too long).
+ * `JobsService.drain` rejects with its subclass `DrainTimeoutError`, which lists what was left.
  */
 export class WaitTimeoutError extends JobsError {
   constructor(

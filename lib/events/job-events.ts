@@ -54,6 +54,15 @@ export class JobEvents implements OnApplicationShutdown {
     };
   }
 
+  /**
+   * Whether an enqueue of this process is awaiting its acknowledgement, or its transaction's commit: its job may not
+   * be readable yet (`drain` must not call the queue empty meanwhile, e.g. for a follow-up a handler enqueued without
+   * awaiting it). A transaction left open (never committed, aborted or ended) therefore keeps drains here waiting.
+   */
+  get enqueuesInFlight(): boolean {
+    return this.enqueueing.size > 0;
+  }
+
   emit(type: JobEventType, job: JobEventSubject, error?: string, progress?: JobProgress): void {
     const held = type === 'enqueued' ? undefined : this.enqueueing.get(job.jobId);
     // Nobody listens and nothing is to be held for a later subscriber: build nothing (this runs several times a job).

@@ -5,6 +5,7 @@ import { MAX_TIMER_MS } from '../jobs.constants';
 import type { JobProgress } from '../persistence/job.types';
 import { isDuration } from '../utils/validate';
 import { HeartbeatClock, type HeartbeatListener, type ScheduledBeat } from './heartbeat-clock';
+import { lockExtensionError } from './lock-extension';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on
@@ -198,7 +199,8 @@ export class Lease implements HeartbeatListener {
    *   not yet written, or still in flight, resolve without any further write.
    */
   extend(ms: number): Promise<void> {
-    if (!isDuration(ms)) return Promise.reject(new InvalidDurationError('extendLockTime(ms)', ms));
+    const invalid = lockExtensionError(ms);
+    if (invalid) return Promise.reject(invalid);
     if (this.staleError) return Promise.reject(this.staleError);
     if (this.closed) return Promise.resolve();
     if (this.renewalsStopped) {

@@ -52,6 +52,14 @@ export type BulkInsertOutcome = InsertOutcome | { kind: 'rejected'; error: Uniqu
 /** What `upsertByScope` did: stored the job, or found the live job of its name that holds its dedupe key. */
 export type ScopedUpsertOutcome = { kind: 'inserted'; doc: JobDocument } | { kind: 'held'; holder: JobDocument };
 
+/** One name and status of `countUnfinished`: how many rows, the smallest id, and how many leases have run out. */
+export interface UnfinishedGroup {
+  _id: { name: string; status: 'pending' | 'running' };
+  count: number;
+  firstId: unknown;
+  expiredLeases: number;
+}
+
 /** What `retry` did: revived the row, found it in no revivable state, or found its key held by another live job. */
 export type RetryResult =
   | { kind: 'revived'; job: JobDocument }
@@ -646,6 +654,42 @@ export class JobsRepository {
             count: { $sum: 1 },
           },
         },
+      ])
+      .toArray();
+  }
+
+  /**
+   * For `drain`: per name and status, the rows of `names` that are `running`, or `pending` with `runAt` before
+   * `before`, and the smallest `_id` of each group. Each branch of the `$or` is an equality on `status`, an `$in` on
+   * `name` and (pending) a range on `runAt`: both are served by `claim_by_name`, so jobs delayed past `before` and
+   * finished jobs are never read. `expiredLeases` counts the running rows whose `lockedUntil` is not after `now`.
+   */
+  countUnfinished(names: readonly string[], before: Date, now: Date): Promise<UnfinishedGroup[]> {
+    const name = { $in: [...names] };
+    return this.collection
+      .aggregate<UnfinishedGroup>([
+        {
+          $match: {
+            $or: [
+              { status: 'running', name },
+              { status: 'pending', name, runAt: { $lt: before } },
+            ],
+          },
+        },
+        {
+          $group: {
+            _id: { name: '$name', status: '$status' },
+            count: { $sum: 1 },
+            firstId: { $min: '$_id' },
+            // Running rows whose owner stopped renewing: only a worker that runs the name reclaims them.
+            expiredLeases: {
+              $sum: {
+                $cond: [{ $and: [{ $eq: ['$status', 'running'] }, { $lte: ['$lockedUntil', now] }] }, 1, 0],
+              },
+            },
+          },
+        },
+        { $sort: { '_id.name': 1, '_id.status': 1 } },
       ])
       .toArray();
   }

@@ -46,6 +46,20 @@ describe('built package', () => {
     ]);
     expect(esm).toBe('function');
   });
+
+  it('loads the testing subpath with require() and import, and its context works', () => {
+    const cjs = run([
+      '-e',
+      "const { createTestJobContext } = require('nestjs-mongo-jobs/testing'); console.log(createTestJobContext().attempt)",
+    ]);
+    expect(cjs).toBe('1');
+    const esm = run([
+      '--input-type=module',
+      '-e',
+      "import { createTestJobContext } from 'nestjs-mongo-jobs/testing'; const c = createTestJobContext(); await c.extendLockTime(5); console.log(c.extendLockTimeCalls.join())",
+    ]);
+    expect(esm).toBe('5');
+  });
 });
 
 // Runtime exports only: JobExecutionContext, JobRecord, JobStatus, EnqueueOptions, RunNowOutcome and the options are types.

@@ -61,7 +61,13 @@ describe('npm pack from a clean clone', () => {
 
   it('contains the built entry points (prepack builds dist/)', () => {
     expect(packed).toEqual(
-      expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/health/index.js', 'dist/dashboard/index.js']),
+      expect.arrayContaining([
+        'dist/index.js',
+        'dist/index.d.ts',
+        'dist/health/index.js',
+        'dist/dashboard/index.js',
+        'dist/testing/index.js',
+      ]),
     );
   });
 
@@ -90,7 +96,7 @@ describe('npm pack from a clean clone', () => {
         exports: Record<string, unknown>;
       };
       const subpaths = Object.keys(manifest.exports).filter((key) => key !== './package.json');
-      expect(subpaths).toEqual(expect.arrayContaining(['.', './health', './dashboard']));
+      expect(subpaths).toEqual(expect.arrayContaining(['.', './health', './dashboard', './testing']));
 
       const app = join(work, 'consumer', resolution);
       mkdirSync(app, { recursive: true });
@@ -104,6 +110,7 @@ describe('npm pack from a clean clone', () => {
         "import { JobsService } from 'nestjs-mongo-jobs';\nexport type S = JobsService['enqueue'];",
         "import { JobsHealthIndicator } from 'nestjs-mongo-jobs/health';\nexport type H = JobsHealthIndicator;",
         "import type { JobsDashboardOptions } from 'nestjs-mongo-jobs/dashboard';\nexport type D = JobsDashboardOptions['guard'];",
+        "import { createTestJobContext } from 'nestjs-mongo-jobs/testing';\nexport const T: string[] = createTestJobContext().extendLockTimeCalls.map(String);",
       );
       writeFileSync(join(app, 'index.ts'), `${imports.join('\n')}\n`);
       writeFileSync(

@@ -26,6 +26,7 @@ const EXPECTED: Record<string, number | undefined> = {
   UniqueIndexRejectedJobError: 409,
   // The wait ended before the job did; the job still runs.
   WaitTimeoutError: 504,
+  DrainTimeoutError: 504,
   // Bootstrap: the application is misconfigured, never the caller's fault.
   DashboardGuardRequiredError: undefined,
   DuplicateJobHandlerError: undefined,

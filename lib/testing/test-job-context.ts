@@ -1,0 +1,132 @@
+import { Types } from 'mongoose';
+import { InvalidOptionError } from '../errors/invalid-option.error';
+import { JobCancelledError } from '../errors/job-cancelled.error';
+import { LeaseLostError } from '../errors/lease-lost.error';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
+import { lockExtensionError } from '../lease/lock-extension';
+import type { JobProgress } from '../persistence/job.types';
+import type { JobExecutionContext } from '../types/job-execution-context';
+import { parseJobId } from '../utils/job-id';
+import { progressSnapshot } from '../utils/progress-validator';
+import { duration, nonEmptyString, positiveInteger } from '../utils/validate';
+
+/** What `createTestJobContext` may be told; everything else has a default of a first attempt. */
+export interface TestJobContextOverrides {
+  /** 24-character hex. @default a new ObjectId's */
+  jobId?: string;
+  /** @default 'test-job' */
+  name?: string;
+  /** 1-based. @default 1 */
+  attempt?: number;
+  /** @default 'test-worker#1' */
+  lockId?: string;
+  /** @default 1 (a job's first claim) */
+  fencingToken?: number;
+  /** The lease the execution starts with, in ms from now. @default 30000 (the module's default `leaseMs`) */
+  leaseMs?: number;
+}
+
+/**
+ * A {@link JobExecutionContext} for a handler's unit test, with what a test needs to drive and observe it. Nothing is
+ * written anywhere; calls the real context would refuse are refused the same way, by the same rules.
+ */
+export interface TestJobContext extends JobExecutionContext {
+  /** The `ms` of every accepted `extendLockTime` call, in call order (refused calls are not recorded). */
+  readonly extendLockTimeCalls: readonly number[];
+  /**
+   * Every accepted `updateProgress` value, in call order, as it was when passed (objects are copied, as the real
+   * context copies what it writes); refused calls are not recorded.
+   */
+  readonly progressUpdates: readonly JobProgress[];
+  /**
+   * Aborts `signal` with `reason` (the first reason wins, as in a worker), e.g. a `JobTimeoutError` or
+   * `WorkerShutdownError`. A `LeaseLostError` also makes the context stale: `isStale` turns true and later
+   * `extendLockTime`/`updateProgress` calls reject with it, as they do on a real lost lease.
+   * @default reason a `JobCancelledError` for this job
+   */
+  abort(reason?: Error): void;
+}
+
+/**
+ * Builds a context to call a handler with in a unit test, without MongoDB or Nest:
+ *
+ * @example
+ * const ctx = createTestJobContext({ attempt: 2 });
+ * await handlers.build({ reportId: 'r1' }, ctx);
+ * expect(ctx.progressUpdates.at(-1)).toEqual({ done: 3, total: 3 });
+ *
+ * ctx.abort(); // as `jobs.cancel(id)` would while the handler runs
+ * await expect(handlers.build({ reportId: 'r1' }, ctx)).rejects.toBeInstanceOf(JobCancelledError);
+ * @throws InvalidOptionError for an override outside its rule (a jobId that is not 24-hex, an attempt or a fencing
+ * token that is not a positive integer, an empty name or lock id, a `leaseMs` that is not a duration).
+ */
+export function createTestJobContext(overrides: TestJobContextOverrides = {}): TestJobContext {
+  const jobId = overrides.jobId ?? new Types.ObjectId().toHexString();
+  if (!parseJobId(jobId)) throw new InvalidOptionError('jobId', jobId, 'must be a 24-character hex string');
+  const name = nonEmptyString('name', overrides.name ?? 'test-job', MAX_JOB_NAME_LENGTH);
+  const attempt = positiveInteger('attempt', overrides.attempt ?? 1);
+  const lockId = nonEmptyString('lockId', overrides.lockId ?? 'test-worker#1');
+  const fencingToken = positiveInteger('fencingToken', overrides.fencingToken ?? 1);
+  const leaseMs = duration('leaseMs', overrides.leaseMs ?? DEFAULT_JOBS_OPTIONS.leaseMs);
+
+  const controller = new AbortController();
+  let leaseExpiresAt = Date.now() + leaseMs;
+  let stale: LeaseLostError | undefined;
+  const extendLockTimeCalls: number[] = [];
+  const progressUpdates: JobProgress[] = [];
+
+  return {
+    jobId,
+    name,
+    attempt,
+    lockId,
+    fencingToken,
+    signal: controller.signal,
+    get leaseExpiresAt() {
+      return new Date(leaseExpiresAt);
+    },
+    get isStale() {
+      return stale !== undefined;
+    },
+    extendLockTimeCalls,
+    progressUpdates,
+    extendLockTime(ms: number): Promise<void> {
+      return forgettable(() => {
+        const invalid = lockExtensionError(ms);
+        if (invalid) throw invalid;
+        if (stale) throw stale;
+        extendLockTimeCalls.push(ms);
+        leaseExpiresAt = Math.max(leaseExpiresAt, Date.now() + ms); // a renewal never lowers the deadline
+      });
+    },
+    updateProgress(value: JobProgress): Promise<void> {
+      return forgettable(() => {
+        const snapshot = progressSnapshot(value);
+        if (stale) throw stale;
+        progressUpdates.push(snapshot);
+      });
+    },
+    abort(reason: Error = new JobCancelledError(jobId)): void {
+      if (controller.signal.aborted) return;
+      if (reason instanceof LeaseLostError) stale = reason;
+      controller.abort(reason);
+    },
+  };
+}
+
+/**
+ * Runs `call` as a settled promise that a caller may also ignore: the real context marks its renewal and progress
+ * promises handled (a handler that fires and forgets one must not crash the worker), so a refused call not awaited
+ * must not fail the user's test with an unhandled rejection either. A caller who awaits still gets the rejection.
+ */
+function forgettable(call: () => void): Promise<void> {
+  let result: Promise<void>;
+  try {
+    call();
+    result = Promise.resolve();
+  } catch (error) {
+    result = Promise.reject(error);
+  }
+  result.catch(() => undefined);
+  return result;
+}
