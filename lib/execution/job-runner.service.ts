@@ -188,6 +188,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     entry.done = this.runToEnd(entry, about).finally(() => {
       this.running.delete(claim.lockId);
       this.adjustRunning(claim.doc.name, -1);
+      this.claims.slotFreed(claim.doc.name);
       this.wakeup.wake();
     });
     return entry.done;

@@ -1,0 +1,129 @@
+import { Injectable } from '@nestjs/common';
+import type { Types } from 'mongoose';
+import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
+import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
+import type { JobDocument } from '../persistence/job.schema';
+import { type ClaimSource, JobsRepository, type SlotClaim } from '../persistence/jobs.repository';
+import type { FleetLimits } from './fleet-limits';
+import { RateTokensRepository, type TakenToken } from './rate-tokens.repository';
+import { concurrencySlotKeys, groupSlotPrefix } from './slot-keys';
+import { SlotView } from './slot-view';
+
+/** One claim of a limited name, as the claim service asks for it. */
+export interface LimitedTake {
+  name: string;
+  limits: FleetLimits;
+  source: ClaimSource;
+  at: Date;
+  lockId: string;
+  lockedUntil: Date;
+  skipIds: readonly Types.ObjectId[];
+  /** `runNow`: exactly this row, or nothing. */
+  id?: Types.ObjectId;
+}
+
+/**
+ * What one try did: took a row (`reclaimed`: an expired running row, whose lost attempt counts), found the name at
+ * its limit (`full`), found no row, or lost a race for a slot or row to another claimer (`contended`: try again).
+ */
+export type LimitedTakeResult =
+  | { kind: 'taken'; doc: JobDocument; reclaimed: boolean }
+  | { kind: 'full' }
+  | { kind: 'none' }
+  | { kind: 'contended' };
+
+/**
+ * The claim of a name with fleet-wide limits. The limits live in MongoDB, not in agreement between processes:
+ * - `rateLimit`: a start token (`RateTokensRepository`) is taken first and given back when no row is taken;
+ * - `globalConcurrency`/`groupConcurrency`: the claim write sets the row's `concurrencySlot`/`groupSlot` to a slot
+ *   key no other row holds, and the unique indexes on those fields refuse a second holder. A row keeps its slots
+ *   while it runs (and after a cancel, until its old lease runs out), and every write that ends the run unsets them.
+ * A slot whose holder has ended is freed before it is reused; a running holder whose lease ran out is reclaimed with
+ * its slots, first.
+ */
+@Injectable()
+export class LimitedClaim {
+  private readonly tokensEnsured = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly tokens: RateTokensRepository,
+  ) {}
+
+  async take(request: LimitedTake): Promise<LimitedTakeResult> {
+    const { rateLimit } = request.limits;
+    let token: TakenToken | null = null;
+    if (rateLimit) {
+      await this.ensureTokens(request.name, rateLimit.max);
+      token = await this.tokens.take(request.name, rateLimit, request.at);
+      if (!token) return { kind: 'full' };
+    }
+    let result: LimitedTakeResult;
+    try {
+      result = await this.takeWithSlots(request);
+    } catch (error) {
+      if (token) await this.tokens.giveBack(token).catch(() => undefined);
+      if (isSlotClash(error)) return { kind: 'contended' };
+      throw error;
+    }
+    if (token && result.kind !== 'taken') await this.tokens.giveBack(token);
+    return result;
+  }
+
+  /** Creates a rate-limited name's tokens once per process, at its first claim (again after a failure). */
+  private ensureTokens(name: string, max: number): Promise<void> {
+    let ensured = this.tokensEnsured.get(name);
+    if (!ensured) {
+      ensured = this.tokens.ensureTokens(name, max);
+      this.tokensEnsured.set(name, ensured);
+      ensured.catch(() => this.tokensEnsured.delete(name));
+    }
+    return ensured;
+  }
+
+  private async takeWithSlots(request: LimitedTake): Promise<LimitedTakeResult> {
+    const { name, limits, source, at, lockId, lockedUntil, skipIds } = request;
+    const taken = (doc: JobDocument | null): LimitedTakeResult =>
+      doc ? { kind: 'taken', doc, reclaimed: source === 'running' } : { kind: 'none' };
+    const takeRow = (slots?: SlotClaim) =>
+      request.id === undefined
+        ? this.repository.take(source, at, lockId, lockedUntil, { names: [name], skipIds }, slots)
+        : this.repository.takeById(source, request.id, at, lockId, lockedUntil, [name], slots);
+    if (limits.globalConcurrency === undefined && limits.groupConcurrency === undefined) return taken(await takeRow());
+    const holders = await this.repository.findSlotHolders(
+      limits.globalConcurrency === undefined ? [] : concurrencySlotKeys(name, limits.globalConcurrency),
+      limits.groupConcurrency === undefined ? undefined : groupSlotPrefix(name),
+    );
+    const view = new SlotView(name, limits, holders, at);
+    // A holder whose lease ran out is taken over with its slots before any slot is given to a new row.
+    for (const holder of request.id === undefined ? view.expired : []) {
+      const doc = await this.repository.takeById('running', holder._id, at, lockId, lockedUntil, [name]);
+      if (doc) return { kind: 'taken', doc, reclaimed: true };
+    }
+    await this.repository.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
+    await this.repository.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
+    const concurrencySlot = view.freeConcurrencySlot();
+    if (concurrencySlot === null) return { kind: 'full' };
+    if (limits.groupConcurrency === undefined) return taken(await takeRow({ concurrencySlot }));
+    // The group slot depends on the row's group: find the first row outside the full groups, then take exactly it.
+    const row =
+      request.id === undefined
+        ? await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), skipIds)
+        : await this.repository.findById(request.id);
+    if (!row) return { kind: 'none' };
+    const groupSlot = view.freeGroupSlot(row.group);
+    if (groupSlot === null) return { kind: 'full' };
+    const slots: SlotClaim = {};
+    if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
+    if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
+    const doc = await this.repository.takeById(source, row._id, at, lockId, lockedUntil, [name], slots);
+    return doc ? { kind: 'taken', doc, reclaimed: source === 'running' } : { kind: 'contended' };
+  }
+}
+
+/** Another claimer took the slot first (between the read of the holders and this claim's write). */
+function isSlotClash(error: unknown): boolean {
+  return (
+    codeOf(error) === DUPLICATE_KEY && (isClashOn(error, CONCURRENCY_SLOT_INDEX) || isClashOn(error, GROUP_SLOT_INDEX))
+  );
+}
