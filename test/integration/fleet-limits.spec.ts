@@ -1,4 +1,4 @@
-import { afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import type { Collection, Db, MongoClient } from 'mongodb';
 import { type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
