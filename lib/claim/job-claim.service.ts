@@ -68,6 +68,11 @@ export class JobClaimService implements OnApplicationBootstrap {
   private limited = new Map<string, FleetLimits>();
   /** Limited names found at their limit, until when (epoch ms) claims skip them (cleared by `slotFreed`). */
   private readonly fullUntil = new Map<string, number>();
+  /**
+   * Limited names found with nothing due, until when (epoch ms) claims skip them (cleared by `jobsArrived`): like an
+   * empty poll, so that an idle limited name costs no query per claim of the others.
+   */
+  private readonly emptyUntil = new Map<string, number>();
   /** Per limited name, when a search for its expired leases last came back empty (epoch ms). */
   private readonly limitedReclaimAt = new Map<string, number>();
   /** Rotates the claim order over the unlimited names and each limited one, so that none is starved. */
@@ -99,6 +104,11 @@ export class JobClaimService implements OnApplicationBootstrap {
   /** An execution of `name` in this process ended: a limited name found full is worth a claim again. */
   slotFreed(name: string): void {
     this.fullUntil.delete(name);
+  }
+
+  /** A job was enqueued (or revived) in this process: limited names found empty are worth a claim again. */
+  jobsArrived(): void {
+    this.emptyUntil.clear();
   }
 
   /** Every name with a handler here, or `runOnly`. */
@@ -161,7 +171,8 @@ export class JobClaimService implements OnApplicationBootstrap {
    * name is not set aside: taking it without its slot would break the limit).
    */
   private async claimLimited(name: string): Promise<ClaimedJob | null> {
-    if ((this.fullUntil.get(name) ?? 0) > Date.now()) return null;
+    const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
+    if (skipUntil > Date.now()) return null;
     const limits = this.limited.get(name) as FleetLimits;
     const reclaimDue =
       Date.now() - (this.limitedReclaimAt.get(name) ?? Number.NEGATIVE_INFINITY) >= this.options.pollIntervalMs;
@@ -200,6 +211,7 @@ export class JobClaimService implements OnApplicationBootstrap {
         } else contended += 1;
       }
     }
+    this.emptyUntil.set(name, Date.now() + this.options.pollIntervalMs);
     return null;
   }
 

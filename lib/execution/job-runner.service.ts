@@ -95,6 +95,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
   notifyEnqueued(): void {
+    this.claims.jobsArrived();
     this.wakeup.wake();
   }
 
