@@ -72,7 +72,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    * Limited names found with nothing due, until when (epoch ms) claims skip them (cleared by `jobsArrived`): like an
    * empty poll, so that an idle limited name costs no query per claim of the others.
    */
-  private readonly emptyUntil = new Map<string, number>();
+  private readonly emptyUntil = new Map<string | typeof UNLIMITED, number>();
   /** Per limited name, when a search for its expired leases last came back empty (epoch ms). */
   private readonly limitedReclaimAt = new Map<string, number>();
   /** Rotates the claim order over the unlimited names and each limited one, so that none is starved. */
@@ -141,10 +141,21 @@ export class JobClaimService implements OnApplicationBootstrap {
     this.turn = (this.turn + 1) % order.length;
     for (let step = 0; step < order.length; step += 1) {
       const entry = order[(this.turn + step) % order.length];
-      const claim = entry === UNLIMITED ? await this.claimUnlimited(unlimited) : await this.claimLimited(entry);
+      const claim = entry === UNLIMITED ? await this.claimUnlimitedBeside(unlimited) : await this.claimLimited(entry);
       if (claim) return claim;
     }
     return null;
+  }
+
+  /**
+   * `claimUnlimited` beside limited names: found empty, the unlimited names are skipped like an idle limited name,
+   * so that claims of a busy limited name do not each pay an empty claim of them too.
+   */
+  private async claimUnlimitedBeside(names: string[]): Promise<ClaimedJob | null> {
+    if ((this.emptyUntil.get(UNLIMITED) ?? 0) > Date.now()) return null;
+    const claim = await this.claimUnlimited(names);
+    if (!claim) this.emptyUntil.set(UNLIMITED, Date.now() + this.options.pollIntervalMs);
+    return claim;
   }
 
   /**
@@ -174,8 +185,11 @@ export class JobClaimService implements OnApplicationBootstrap {
     const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
     if (skipUntil > Date.now()) return null;
     const limits = this.limited.get(name) as FleetLimits;
+    // One search for its expired leases per poll interval, even with several claims of it in flight: the time is set
+    // when a search starts, and cleared when one finds a row (more may be expired: the next claim searches again).
     const reclaimDue =
       Date.now() - (this.limitedReclaimAt.get(name) ?? Number.NEGATIVE_INFINITY) >= this.options.pollIntervalMs;
+    if (reclaimDue) this.limitedReclaimAt.set(name, Date.now());
     for (const source of reclaimDue ? RECLAIM_FIRST : PENDING_ONLY) {
       for (let contended = 0; contended < LIMITED_CLAIM_TRIES; ) {
         const at = now();
@@ -201,14 +215,13 @@ export class JobClaimService implements OnApplicationBootstrap {
         }
         if (result.kind === 'taken') {
           const claim = { doc: result.doc, lockId };
+          if (result.reclaimed) this.limitedReclaimAt.delete(name);
           if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
         } else if (result.kind === 'full') {
           this.markFull(name);
           return null;
-        } else if (result.kind === 'none') {
-          if (source === 'running') this.limitedReclaimAt.set(name, at.getTime());
-          break;
-        } else contended += 1;
+        } else if (result.kind === 'none') break;
+        else contended += 1;
       }
     }
     this.emptyUntil.set(name, Date.now() + this.options.pollIntervalMs);

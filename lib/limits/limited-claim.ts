@@ -3,10 +3,10 @@ import type { Types } from 'mongoose';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
 import type { JobDocument } from '../persistence/job.schema';
-import { type ClaimSource, JobsRepository, type SlotClaim } from '../persistence/jobs.repository';
+import { type ClaimSource, JobsRepository, type SlotClaim, type SlotField } from '../persistence/jobs.repository';
 import type { FleetLimits } from './fleet-limits';
 import { RateTokensRepository, type TakenToken } from './rate-tokens.repository';
-import { concurrencySlotKeys, groupSlotPrefix } from './slot-keys';
+import { slotPrefix } from './slot-keys';
 import { SlotView } from './slot-view';
 
 /** One claim of a limited name, as the claim service asks for it. */
@@ -90,10 +90,10 @@ export class LimitedClaim {
         ? this.repository.take(source, at, lockId, lockedUntil, { names: [name], skipIds }, slots)
         : this.repository.takeById(source, request.id, at, lockId, lockedUntil, [name], slots);
     if (limits.globalConcurrency === undefined && limits.groupConcurrency === undefined) return taken(await takeRow());
-    const holders = await this.repository.findSlotHolders(
-      limits.globalConcurrency === undefined ? [] : concurrencySlotKeys(name, limits.globalConcurrency),
-      limits.groupConcurrency === undefined ? undefined : groupSlotPrefix(name),
-    );
+    const fields: SlotField[] = [];
+    if (limits.globalConcurrency !== undefined) fields.push('concurrencySlot');
+    if (limits.groupConcurrency !== undefined) fields.push('groupSlot');
+    const holders = await this.repository.findSlotHolders(slotPrefix(name), fields);
     const view = new SlotView(name, limits, holders, at);
     // A holder whose lease ran out is taken over with its slots before any slot is given to a new row.
     for (const holder of request.id === undefined ? view.expired : []) {

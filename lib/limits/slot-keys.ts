@@ -18,8 +18,11 @@ export function groupSlotKey(name: string, group: string, index: number): string
   return JSON.stringify([name, group, index]);
 }
 
-/** What every group slot key of `name` starts with: `["<name>",`. */
-export function groupSlotPrefix(name: string): string {
+/**
+ * What every slot key of `name` starts with, `["<name>",`: its holders are one range of each slot index, and no key
+ * of another name shares it (the name's JSON string is closed by its quote).
+ */
+export function slotPrefix(name: string): string {
   return `${JSON.stringify([name]).slice(0, -1)},`;
 }
 

@@ -1,6 +1,6 @@
 import type { SlotHolder } from '../persistence/jobs.repository';
 import type { FleetLimits } from './fleet-limits';
-import { concurrencySlotKeys, groupSlotKey, parseGroupSlotKey } from './slot-keys';
+import { concurrencySlotKey, concurrencySlotKeys, groupSlotKey, parseGroupSlotKey } from './slot-keys';
 
 /**
  * What one read of a limited name's slot holders says, at `now`:
@@ -52,6 +52,11 @@ export class SlotView {
   freeConcurrencySlot(): string | null | undefined {
     const limit = this.limits.globalConcurrency;
     if (limit === undefined) return undefined;
+    // A few random draws find a free slot at once unless most are taken; then the free ones are listed.
+    for (let draw = 0; draw < 4; draw += 1) {
+      const key = concurrencySlotKey(this.name, Math.floor(Math.random() * limit));
+      if (!this.takenConcurrency.has(key)) return key;
+    }
     const keys = concurrencySlotKeys(this.name, limit).filter((key) => !this.takenConcurrency.has(key));
     return keys.length === 0 ? null : keys[Math.floor(Math.random() * keys.length)];
   }

@@ -277,13 +277,12 @@ export class JobsRepository {
   }
 
   /**
-   * The rows holding one of these `globalConcurrency` slots, or a group slot of the name (`groupSlotPrefix`); each
-   * branch is a scan of its unique index, bounded by the slots held.
+   * The rows holding a slot of a name (keys starting with its `slotPrefix`) in the given fields. Each field's branch is
+   * an anchored prefix, so a range scan of its unique index bounded by the slots held, whatever the limit.
    */
-  findSlotHolders(concurrencySlots: readonly string[], groupSlotPrefix?: string): Promise<SlotHolder[]> {
-    const branches: mongo.Filter<JobDocument>[] = [];
-    if (concurrencySlots.length > 0) branches.push({ concurrencySlot: { $in: [...concurrencySlots] } });
-    if (groupSlotPrefix !== undefined) branches.push({ groupSlot: { $regex: `^${escapeRegex(groupSlotPrefix)}` } });
+  findSlotHolders(prefix: string, fields: readonly SlotField[]): Promise<SlotHolder[]> {
+    const pattern = `^${escapeRegex(prefix)}`;
+    const branches = fields.map((field): mongo.Filter<JobDocument> => ({ [field]: { $regex: pattern } }));
     if (branches.length === 0) return Promise.resolve([]);
     return this.collection
       .find<SlotHolder>(branches.length === 1 ? branches[0] : { $or: branches }, { projection: SLOT_HOLDER_FIELDS })
@@ -295,7 +294,7 @@ export class JobsRepository {
    * keeps its slots until its old `lockedUntil`). A running holder is never freed here: its lease is renewed, or it
    * is reclaimed with its slots when it runs out.
    */
-  async freeEndedSlots(field: 'concurrencySlot' | 'groupSlot', keys: readonly string[], now: Date): Promise<void> {
+  async freeEndedSlots(field: SlotField, keys: readonly string[], now: Date): Promise<void> {
     if (keys.length === 0) return;
     await this.collection.updateMany(
       { [field]: { $in: [...keys] }, status: { $ne: 'running' }, lockedUntil: { $not: { $gt: now } } },
@@ -686,6 +685,9 @@ function leaseRenewal(
     },
   };
 }
+
+/** The fields holding a row's fleet-limit slots. */
+export type SlotField = 'concurrencySlot' | 'groupSlot';
 
 /** The slots a limited name's claim takes with the row, in the same write (the unique indexes arbitrate). */
 export interface SlotClaim {

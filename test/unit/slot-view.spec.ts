@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
-import { concurrencySlotKey, groupSlotKey, groupSlotPrefix, parseGroupSlotKey } from '../../lib/limits/slot-keys';
+import { concurrencySlotKey, groupSlotKey, parseGroupSlotKey, slotPrefix } from '../../lib/limits/slot-keys';
 import { SlotView } from '../../lib/limits/slot-view';
 import type { SlotHolder } from '../../lib/persistence/jobs.repository';
 
@@ -97,8 +97,10 @@ describe('SlotView: what one read of the slot holders allows', () => {
   it('slot keys: names and groups with any characters cannot pass for one another; a group key round-trips', () => {
     expect(concurrencySlotKey('a",1', 0)).not.toBe(concurrencySlotKey('a', 1));
     expect(groupSlotKey('a","b', 'c', 0)).not.toBe(groupSlotKey('a', 'b","c', 0));
-    expect(groupSlotKey('n', 'x', 2).startsWith(groupSlotPrefix('n'))).toBe(true);
-    expect(groupSlotKey('n2', 'x', 2).startsWith(groupSlotPrefix('n'))).toBe(false);
+    expect(groupSlotKey('n', 'x', 2).startsWith(slotPrefix('n'))).toBe(true);
+    expect(groupSlotKey('n2', 'x', 2).startsWith(slotPrefix('n'))).toBe(false);
+    expect(concurrencySlotKey('n', 7).startsWith(slotPrefix('n'))).toBe(true);
+    expect(concurrencySlotKey('n"', 7).startsWith(slotPrefix('n'))).toBe(false);
     expect(parseGroupSlotKey(groupSlotKey('n', 'tenant "7"', 4))).toEqual({ group: 'tenant "7"', index: 4 });
   });
 });
