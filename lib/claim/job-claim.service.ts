@@ -167,8 +167,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   /**
    * One claim of a name with fleet-wide limits (`LimitedClaim`): its expired leases at most once per poll interval,
    * then a due row. A name found at its limit is skipped until the next poll interval or until one of its executions
-   * here ends; the server refusing a row of it is logged and the name skipped likewise (a refused row of a limited
-   * name is not set aside: taking it without its slot would break the limit).
+   * here ends. A row the server refuses to take (confirmed on exactly that row, with its slots) is set aside as
+   * `failed`, like a refused row of any name; a refusal that names no row is logged and the name skipped likewise.
    */
   private async claimLimited(name: string): Promise<ClaimedJob | null> {
     const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
@@ -202,6 +202,10 @@ export class JobClaimService implements OnApplicationBootstrap {
         if (result.kind === 'taken') {
           const claim = { doc: result.doc, lockId };
           if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
+        } else if (result.kind === 'refused') {
+          // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
+          await this.setAsideRefused(result, name);
+          contended += 1;
         } else if (result.kind === 'full') {
           this.markFull(name);
           return null;
@@ -213,6 +217,15 @@ export class JobClaimService implements OnApplicationBootstrap {
     }
     this.emptyUntil.set(name, Date.now() + this.options.pollIntervalMs);
     return null;
+  }
+
+  /** Sets aside a row of a limited name whose take the server refused (see `retryRow`), unless the update itself is refused. */
+  private async setAsideRefused(
+    { id, source, error }: { id: Types.ObjectId; source: ClaimSource; error: RefusalError },
+    name: string,
+  ): Promise<string | null> {
+    await this.assertRefusalIsAboutARow(source, error, [name]);
+    return this.setAside(source, { _id: id, name }, error.message, now());
   }
 
   private markFull(name: string): void {
@@ -272,6 +285,10 @@ export class JobClaimService implements OnApplicationBootstrap {
       const result = await this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, id });
       if (result.kind === 'full' || result.kind === 'contended') return { kind: 'limited' };
       if (result.kind === 'none') continue;
+      if (result.kind === 'refused') {
+        const reason = await this.setAsideRefused(result, name);
+        return reason ? { kind: 'set_aside', reason } : { kind: 'missed' };
+      }
       const claim = { doc: result.doc, lockId };
       if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return { kind: 'claimed', claim };
       return { kind: 'dead_lettered', doc: result.doc };
