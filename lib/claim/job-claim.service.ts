@@ -139,11 +139,30 @@ export class JobClaimService implements OnApplicationBootstrap {
     const order: (string | typeof UNLIMITED)[] = names.filter((name) => this.limited.has(name));
     if (unlimited.length > 0) order.push(UNLIMITED);
     this.turn = (this.turn + 1) % order.length;
+    // A limited name whose claim throws is skipped until the next poll, and the others are still asked: one failing
+    // name must not end every burst of the poll loop (the error is thrown when no other name had a job).
+    let failure: { name: string; error: unknown } | undefined;
     for (let step = 0; step < order.length; step += 1) {
       const entry = order[(this.turn + step) % order.length];
-      const claim = entry === UNLIMITED ? await this.claimUnlimited(unlimited) : await this.claimLimited(entry);
-      if (claim) return claim;
+      let claim: ClaimedJob | null = null;
+      if (entry === UNLIMITED) claim = await this.claimUnlimited(unlimited);
+      else {
+        try {
+          claim = await this.claimLimited(entry);
+        } catch (error) {
+          this.markFull(entry);
+          failure ??= { name: entry, error };
+        }
+      }
+      if (claim) {
+        if (failure)
+          this.logger.error(
+            `Claiming a job of "${failure.name}" failed: ${errorInfo(failure.error).message}; skipping it this poll`,
+          );
+        return claim;
+      }
     }
+    if (failure) throw failure.error;
     return null;
   }
 

@@ -1,14 +1,16 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import type { Db, MongoClient } from 'mongodb';
-import { Types } from 'mongoose';
+import { mongo, type Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
+import { RateTokensRepository } from '../../lib/limits/rate-tokens.repository';
 import { concurrencySlotKey } from '../../lib/limits/slot-keys';
-import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /** Job ids of the executions below, in start order. */
 const ran: string[] = [];
+let gate = deferred();
 
 @Injectable()
 class LimitedHandlers {
@@ -25,6 +27,13 @@ class LimitedHandlers {
   @JobHandler('limited.group', { groupConcurrency: 1 })
   group(_payload: unknown, ctx: JobExecutionContext) {
     ran.push(ctx.jobId);
+  }
+
+  /** Runs until the test opens `gate`: no execution ends (and wakes the poll loop) meanwhile. */
+  @JobHandler('unlimited')
+  async unlimited(_payload: unknown, ctx: JobExecutionContext) {
+    ran.push(ctx.jobId);
+    await gate.promise;
   }
 }
 
@@ -114,5 +123,34 @@ describe('rows of a limited name the server refuses to claim', () => {
       kind: 'not_started',
       job: { status: 'failed' },
     });
+  });
+});
+
+describe('a limited name whose claims keep failing', () => {
+  it('does not hold back the unlimited names: their jobs all start in one poll', async () => {
+    const app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('limit_failing_name'),
+      providers: [LimitedHandlers],
+      // A poll loop that sleeps after a failed claim does not come back within this test.
+      options: { pollIntervalMs: 60_000, concurrency: 25 },
+    });
+    try {
+      // E.g. a database user allowed to write the jobs collection but not `<collection>_rate_tokens`.
+      const refusal = new mongo.MongoServerError({ message: 'injected: not authorized on _rate_tokens', code: 13 });
+      jest.spyOn(app.get(RateTokensRepository), 'take').mockRejectedValue(refusal);
+      const jobs = await app.jobs.enqueueMany([
+        { name: 'limited.rate' },
+        ...Array.from({ length: 20 }, () => ({ name: 'unlimited' })),
+      ]);
+      const unlimited = jobs.slice(1).map((job) => job.id);
+      await waitFor(() => unlimited.every((id) => ran.includes(id)), 'every unlimited job to start', 5_000);
+      expect(ran).not.toContain(jobs[0].id);
+    } finally {
+      gate.resolve();
+      gate = deferred();
+      jest.restoreAllMocks();
+      await app.close();
+      ran.length = 0;
+    }
   });
 });
