@@ -139,11 +139,30 @@ export class JobClaimService implements OnApplicationBootstrap {
     const order: (string | typeof UNLIMITED)[] = names.filter((name) => this.limited.has(name));
     if (unlimited.length > 0) order.push(UNLIMITED);
     this.turn = (this.turn + 1) % order.length;
+    // A limited name whose claim throws is skipped until the next poll, and the others are still asked: one failing
+    // name must not end every burst of the poll loop (the error is thrown when no other name had a job).
+    let failure: { name: string; error: unknown } | undefined;
     for (let step = 0; step < order.length; step += 1) {
       const entry = order[(this.turn + step) % order.length];
-      const claim = entry === UNLIMITED ? await this.claimUnlimitedBeside(unlimited) : await this.claimLimited(entry);
-      if (claim) return claim;
+      let claim: ClaimedJob | null = null;
+      if (entry === UNLIMITED) claim = await this.claimUnlimitedBeside(unlimited);
+      else {
+        try {
+          claim = await this.claimLimited(entry);
+        } catch (error) {
+          this.markFull(entry);
+          failure ??= { name: entry, error };
+        }
+      }
+      if (claim) {
+        if (failure)
+          this.logger.error(
+            `Claiming a job of "${failure.name}" failed: ${errorInfo(failure.error).message}; skipping it this poll`,
+          );
+        return claim;
+      }
     }
+    if (failure) throw failure.error;
     return null;
   }
 
@@ -178,8 +197,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   /**
    * One claim of a name with fleet-wide limits (`LimitedClaim`): its expired leases at most once per poll interval,
    * then a due row. A name found at its limit is skipped until the next poll interval or until one of its executions
-   * here ends; the server refusing a row of it is logged and the name skipped likewise (a refused row of a limited
-   * name is not set aside: taking it without its slot would break the limit).
+   * here ends. A row the server refuses to take (confirmed on exactly that row, with its slots) is set aside as
+   * `failed`, like a refused row of any name; a refusal that names no row is logged and the name skipped likewise.
    */
   private async claimLimited(name: string): Promise<ClaimedJob | null> {
     const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
@@ -217,6 +236,10 @@ export class JobClaimService implements OnApplicationBootstrap {
           const claim = { doc: result.doc, lockId };
           if (result.reclaimed) this.limitedReclaimAt.delete(name);
           if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
+        } else if (result.kind === 'refused') {
+          // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
+          await this.setAsideRefused(result, name);
+          contended += 1;
         } else if (result.kind === 'full') {
           this.markFull(name);
           return null;
@@ -226,6 +249,15 @@ export class JobClaimService implements OnApplicationBootstrap {
     }
     this.emptyUntil.set(name, Date.now() + this.options.pollIntervalMs);
     return null;
+  }
+
+  /** Sets aside a row of a limited name whose take the server refused (see `retryRow`), unless the update itself is refused. */
+  private async setAsideRefused(
+    { id, source, error }: { id: Types.ObjectId; source: ClaimSource; error: RefusalError },
+    name: string,
+  ): Promise<string | null> {
+    await this.assertRefusalIsAboutARow(source, error, [name]);
+    return this.setAside(source, { _id: id, name }, error.message, now());
   }
 
   private markFull(name: string): void {
@@ -285,6 +317,10 @@ export class JobClaimService implements OnApplicationBootstrap {
       const result = await this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, id });
       if (result.kind === 'full' || result.kind === 'contended') return { kind: 'limited' };
       if (result.kind === 'none') continue;
+      if (result.kind === 'refused') {
+        const reason = await this.setAsideRefused(result, name);
+        return reason ? { kind: 'set_aside', reason } : { kind: 'missed' };
+      }
       const claim = { doc: result.doc, lockId };
       if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return { kind: 'claimed', claim };
       return { kind: 'dead_lettered', doc: result.doc };

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import type { Types } from 'mongoose';
+import type { mongo, Types } from 'mongoose';
+import { isDocumentUpdateError } from '../persistence/database-errors';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
 import type { JobDocument } from '../persistence/job.schema';
@@ -24,13 +25,16 @@ export interface LimitedTake {
 
 /**
  * What one try did: took a row (`reclaimed`: an expired running row, whose lost attempt counts), found the name at
- * its limit (`full`), found no row, or lost a race for a slot or row to another claimer (`contended`: try again).
+ * its limit (`full`), found no row, lost a race for a slot or row to another claimer (`contended`: try again), or
+ * had its write refused by the server for exactly row `id` of `source` (`refused`: the row cannot be taken as stored; the caller
+ * sets it aside, else it would sort first on every claim of the name and stall it).
  */
 export type LimitedTakeResult =
   | { kind: 'taken'; doc: JobDocument; reclaimed: boolean }
   | { kind: 'full' }
   | { kind: 'none' }
-  | { kind: 'contended' };
+  | { kind: 'contended' }
+  | { kind: 'refused'; id: Types.ObjectId; source: ClaimSource; error: mongo.MongoServerError };
 
 /**
  * The claim of a name with fleet-wide limits. The limits live in MongoDB, not in agreement between processes:
@@ -83,13 +87,27 @@ export class LimitedClaim {
 
   private async takeWithSlots(request: LimitedTake): Promise<LimitedTakeResult> {
     const { name, limits, source, at, lockId, lockedUntil, skipIds } = request;
-    const taken = (doc: JobDocument | null): LimitedTakeResult =>
-      doc ? { kind: 'taken', doc, reclaimed: source === 'running' } : { kind: 'none' };
-    const takeRow = (slots?: SlotClaim) =>
-      request.id === undefined
-        ? this.repository.take(source, at, lockId, lockedUntil, { names: [name], skipIds }, slots)
-        : this.repository.takeById(source, request.id, at, lockId, lockedUntil, [name], slots);
-    if (limits.globalConcurrency === undefined && limits.groupConcurrency === undefined) return taken(await takeRow());
+    const taken = (doc: JobDocument | Refused | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
+      if (doc === null) return { kind: missing };
+      return 'kind' in doc ? doc : { kind: 'taken', doc, reclaimed: source === 'running' };
+    };
+    const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
+      refusedAs(id, source, () => this.repository.takeById(source, id, at, lockId, lockedUntil, [name], slots));
+    const takeRow = async (slots?: SlotClaim): Promise<LimitedTakeResult> => {
+      if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
+      try {
+        return taken(await this.repository.take(source, at, lockId, lockedUntil, { names: [name], skipIds }, slots));
+      } catch (error) {
+        if (!isDocumentUpdateError(error)) throw error;
+        // Which row was refused: the one this take would find, when the same write on exactly it is refused the same.
+        const row = await this.repository.peek(source, at, { names: [name], skipIds });
+        if (!row) throw error;
+        const retried = await takeExactly(row._id, slots);
+        if (retried !== null && 'kind' in retried && retried.error.code !== error.code) throw retried.error;
+        return taken(retried, 'contended');
+      }
+    };
+    if (limits.globalConcurrency === undefined && limits.groupConcurrency === undefined) return takeRow();
     const fields: SlotField[] = [];
     if (limits.globalConcurrency !== undefined) fields.push('concurrencySlot');
     if (limits.groupConcurrency !== undefined) fields.push('groupSlot');
@@ -97,14 +115,17 @@ export class LimitedClaim {
     const view = new SlotView(name, limits, holders, at);
     // A holder whose lease ran out is taken over with its slots before any slot is given to a new row.
     for (const holder of request.id === undefined ? view.expired : []) {
-      const doc = await this.repository.takeById('running', holder._id, at, lockId, lockedUntil, [name]);
+      const doc = await refusedAs(holder._id, 'running', () =>
+        this.repository.takeById('running', holder._id, at, lockId, lockedUntil, [name]),
+      );
+      if (doc && 'kind' in doc) return doc;
       if (doc) return { kind: 'taken', doc, reclaimed: true };
     }
     await this.repository.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
     await this.repository.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
     const concurrencySlot = view.freeConcurrencySlot();
     if (concurrencySlot === null) return { kind: 'full' };
-    if (limits.groupConcurrency === undefined) return taken(await takeRow({ concurrencySlot }));
+    if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
     // The group slot depends on the row's group: find the first row outside the full groups, then take exactly it.
     const row =
       request.id === undefined
@@ -116,8 +137,23 @@ export class LimitedClaim {
     const slots: SlotClaim = {};
     if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
     if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
-    const doc = await this.repository.takeById(source, row._id, at, lockId, lockedUntil, [name], slots);
-    return doc ? { kind: 'taken', doc, reclaimed: source === 'running' } : { kind: 'contended' };
+    return taken(await takeExactly(row._id, slots), 'contended');
+  }
+}
+
+type Refused = Extract<LimitedTakeResult, { kind: 'refused' }>;
+
+/** Runs a take of exactly row `id`; a refusal by the server of that write becomes a `refused` result for it. */
+async function refusedAs(
+  id: Types.ObjectId,
+  source: ClaimSource,
+  write: () => Promise<JobDocument | null>,
+): Promise<JobDocument | Refused | null> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!isDocumentUpdateError(error)) throw error;
+    return { kind: 'refused', id, source, error };
   }
 }
 
