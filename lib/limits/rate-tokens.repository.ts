@@ -70,7 +70,8 @@ export class RateTokensRepository {
     const before = await this.collection.findOneAndUpdate(
       { name, lastStartAt: { $lte: new Date(now.getTime() - perMs) }, index: { $lt: max } },
       { $set: { lastStartAt: now } },
-      { returnDocument: 'before', projection: { lastStartAt: 1 }, sort: { lastStartAt: 1 } },
+      // Any token free for a window will do: no sort (on `free_tokens` the first key in range is the oldest anyway).
+      { returnDocument: 'before', projection: { lastStartAt: 1 } },
     );
     return before && { id: before._id, takenAt: now, previous: before.lastStartAt };
   }

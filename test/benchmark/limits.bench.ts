@@ -34,7 +34,7 @@ class LimitJobs {
   @JobHandler('bench.group', { groupConcurrency: NEVER_BINDS })
   group(): void {}
 
-  @JobHandler('bench.rate', { rateLimit: { max: 10_000, perMs: 1000 } })
+  @JobHandler('bench.rate', { rateLimit: { max: 1000, perMs: 1000 } })
   rate(): void {}
 }
 
