@@ -25,6 +25,8 @@ import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
 import { JobsService } from './jobs.service';
 import { resolveJobsOptions } from './jobs-options.resolver';
 import { LeaseHeartbeat } from './lease/lease-heartbeat.service';
+import { LimitedClaim } from './limits/limited-claim';
+import { RateTokensRepository } from './limits/rate-tokens.repository';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import { createJobSchema, type JobDocument } from './persistence/job.schema';
 import { JobIndexes } from './persistence/job-indexes.service';
@@ -96,6 +98,8 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,
+    LimitedClaim,
+    RateTokensRepository,
     LeaseHeartbeat,
     JobFinalizer,
     JobRunner,

@@ -329,6 +329,7 @@ export class JobsService {
     if (!jobId) return { kind: 'not_found' };
     const taken = await this.claims.claimById(jobId);
     if (taken.kind === 'missed') return this.runNowConflict(jobId);
+    if (taken.kind === 'limited') return this.runNowConflict(jobId, 'limit_reached');
     if (taken.kind === 'set_aside') return this.runNowSetAside(jobId, taken.reason);
     const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
     const after = await this.repository.findById(jobId);
@@ -344,10 +345,10 @@ export class JobsService {
     return doc ? { kind: 'not_started', reason, job: toJobRecord(doc) } : { kind: 'not_found' };
   }
 
-  private async runNowConflict(jobId: Types.ObjectId): Promise<RunNowOutcome> {
+  private async runNowConflict(jobId: Types.ObjectId, reason?: RunNowConflictReason): Promise<RunNowOutcome> {
     const doc = await this.repository.findById(jobId);
     if (!doc) return { kind: 'not_found' };
-    return { kind: 'conflict', reason: conflictReason(doc, this.registry), job: toJobRecord(doc) };
+    return { kind: 'conflict', reason: reason ?? conflictReason(doc, this.registry), job: toJobRecord(doc) };
   }
 }
 

@@ -16,6 +16,11 @@ export interface EnqueueOptions {
    * when the job completes, dies, fails or is cancelled.
    */
   dedupeKey?: string;
+  /**
+   * The job's group, e.g. a tenant id (at most 256 characters): a handler with `groupConcurrency` runs at most that
+   * many jobs of one group at once across the fleet, groups in parallel. Ignored by handlers without it.
+   */
+  group?: string;
   /** Reject names no handler in this process knows (only when this process has handlers). @default true */
   strict?: boolean;
   /**
@@ -55,9 +60,10 @@ export interface EnqueueItem<TPayload = unknown> {
 /**
  * Why `JobsService.runNow` ran nothing: `locked` — running under a live lease; `not_due` — pending with a future
  * `runAt`; `terminal` — already completed, dead, failed or cancelled; `no_handler` — no `@JobHandler` for its name
- * in this process (it is left for a process that has one).
+ * in this process (it is left for a process that has one); `limit_reached` — its name (or group) is at a fleet-wide
+ * limit (`globalConcurrency`, `groupConcurrency`, `rateLimit`): runNow does not exceed them.
  */
-export type RunNowConflictReason = 'locked' | 'not_due' | 'terminal' | 'no_handler';
+export type RunNowConflictReason = 'locked' | 'not_due' | 'terminal' | 'no_handler' | 'limit_reached';
 
 /** Result of `JobsService.runNow`. */
 export type RunNowOutcome =

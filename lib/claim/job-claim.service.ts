@@ -5,6 +5,8 @@ import { InvalidOptionError } from '../errors/invalid-option.error';
 import { JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits';
+import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim';
 import { classifyWriteError, isDocumentUpdateError } from '../persistence/database-errors';
 import type { JobDocument } from '../persistence/job.schema';
 import { type ClaimScope, type ClaimSource, JobsRepository } from '../persistence/jobs.repository';
@@ -23,7 +25,17 @@ export type ClaimByIdResult =
   | { kind: 'claimed'; claim: ClaimedJob }
   | { kind: 'dead_lettered'; doc: JobDocument }
   | { kind: 'set_aside'; reason: string }
+  /** Its name is at a fleet-wide limit (`globalConcurrency`, `groupConcurrency` for its group, or `rateLimit`). */
+  | { kind: 'limited' }
   | { kind: 'missed' };
+
+/** A limited name's claim sources: expired leases first when a search for them is due, else due rows only. */
+const RECLAIM_FIRST: readonly ClaimSource[] = ['running', 'pending'];
+const PENDING_ONLY: readonly ClaimSource[] = ['pending'];
+/** Tries of one limited name's claim that another claimer beat to a slot or row, before the claim gives up. */
+const LIMITED_CLAIM_TRIES = 3;
+/** In the claim order of `claimNext`, every name without fleet-wide limits, claimed together. */
+const UNLIMITED = Symbol('unlimited names');
 
 /**
  * Rows refused by the server that one claim step sets aside with no claim in between; then the step throws, so a
@@ -52,6 +64,19 @@ export class JobClaimService implements OnApplicationBootstrap {
   private reclaimSearching = false;
   /** Set-aside writes under way, by row id: a second claim step that hits the same refused row waits for the first. */
   private readonly settingAside = new Map<string, Promise<string | null>>();
+  /** Names with fleet-wide limits among those this process runs (set at bootstrap), each claimed on its own. */
+  private limited = new Map<string, FleetLimits>();
+  /** Limited names found at their limit, until when (epoch ms) claims skip them (cleared by `slotFreed`). */
+  private readonly fullUntil = new Map<string, number>();
+  /**
+   * Limited names found with nothing due, until when (epoch ms) claims skip them (cleared by `jobsArrived`): like an
+   * empty poll, so that an idle limited name costs no query per claim of the others.
+   */
+  private readonly emptyUntil = new Map<string | typeof UNLIMITED, number>();
+  /** Per limited name, when a search for its expired leases last came back empty (epoch ms). */
+  private readonly limitedReclaimAt = new Map<string, number>();
+  /** Rotates the claim order over the unlimited names and each limited one, so that none is starved. */
+  private turn = 0;
 
   constructor(
     private readonly repository: JobsRepository,
@@ -59,6 +84,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     private readonly events: JobEvents,
     private readonly registry: JobHandlerRegistry,
     private readonly retention: JobRetention,
+    private readonly limitedClaim: LimitedClaim,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
   }
@@ -69,6 +95,20 @@ export class JobClaimService implements OnApplicationBootstrap {
    */
   onApplicationBootstrap(): void {
     this.runnable = this.runnableNames();
+    this.limited = new Map();
+    for (const handler of this.registry.all()) {
+      if (hasFleetLimits(handler.limits)) this.limited.set(handler.name, handler.limits);
+    }
+  }
+
+  /** An execution of `name` in this process ended: a limited name found full is worth a claim again. */
+  slotFreed(name: string): void {
+    this.fullUntil.delete(name);
+  }
+
+  /** A job was enqueued (or revived) in this process: limited names found empty are worth a claim again. */
+  jobsArrived(): void {
+    this.emptyUntil.clear();
   }
 
   /** Every name with a handler here, or `runOnly`. */
@@ -94,6 +134,54 @@ export class JobClaimService implements OnApplicationBootstrap {
   async claimNext(excludedNames: string[] = []): Promise<ClaimedJob | null> {
     const names = this.claimableNames(excludedNames);
     if (names.length === 0) return null;
+    if (this.limited.size === 0) return this.claimUnlimited(names);
+    const unlimited = names.filter((name) => !this.limited.has(name));
+    const order: (string | typeof UNLIMITED)[] = names.filter((name) => this.limited.has(name));
+    if (unlimited.length > 0) order.push(UNLIMITED);
+    this.turn = (this.turn + 1) % order.length;
+    // A limited name whose claim throws is skipped until the next poll, and the others are still asked: one failing
+    // name must not end every burst of the poll loop (the error is thrown when no other name had a job).
+    let failure: { name: string; error: unknown } | undefined;
+    for (let step = 0; step < order.length; step += 1) {
+      const entry = order[(this.turn + step) % order.length];
+      let claim: ClaimedJob | null = null;
+      if (entry === UNLIMITED) claim = await this.claimUnlimitedBeside(unlimited);
+      else {
+        try {
+          claim = await this.claimLimited(entry);
+        } catch (error) {
+          this.markFull(entry);
+          failure ??= { name: entry, error };
+        }
+      }
+      if (claim) {
+        if (failure)
+          this.logger.error(
+            `Claiming a job of "${failure.name}" failed: ${errorInfo(failure.error).message}; skipping it this poll`,
+          );
+        return claim;
+      }
+    }
+    if (failure) throw failure.error;
+    return null;
+  }
+
+  /**
+   * `claimUnlimited` beside limited names: found empty, the unlimited names are skipped like an idle limited name,
+   * so that claims of a busy limited name do not each pay an empty claim of them too.
+   */
+  private async claimUnlimitedBeside(names: string[]): Promise<ClaimedJob | null> {
+    if ((this.emptyUntil.get(UNLIMITED) ?? 0) > Date.now()) return null;
+    const claim = await this.claimUnlimited(names);
+    if (!claim) this.emptyUntil.set(UNLIMITED, Date.now() + this.options.pollIntervalMs);
+    return claim;
+  }
+
+  /**
+   * One claim among names without fleet-wide limits: every such name in one query, expired leases first (see
+   * `claimNext`).
+   */
+  private async claimUnlimited(names: string[]): Promise<ClaimedJob | null> {
     const reclaimDue =
       !this.reclaimSearching && now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
     if (reclaimDue) {
@@ -104,6 +192,76 @@ export class JobClaimService implements OnApplicationBootstrap {
     if (due) return due;
     // A concurrent step searching for expired leases right now covers this one's search.
     return reclaimDue || this.reclaimSearching ? null : this.searchExpired(names);
+  }
+
+  /**
+   * One claim of a name with fleet-wide limits (`LimitedClaim`): its expired leases at most once per poll interval,
+   * then a due row. A name found at its limit is skipped until the next poll interval or until one of its executions
+   * here ends. A row the server refuses to take (confirmed on exactly that row, with its slots) is set aside as
+   * `failed`, like a refused row of any name; a refusal that names no row is logged and the name skipped likewise.
+   */
+  private async claimLimited(name: string): Promise<ClaimedJob | null> {
+    const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
+    if (skipUntil > Date.now()) return null;
+    const limits = this.limited.get(name) as FleetLimits;
+    // One search for its expired leases per poll interval, even with several claims of it in flight: the time is set
+    // when a search starts, and cleared when one finds a row (more may be expired: the next claim searches again).
+    const reclaimDue =
+      Date.now() - (this.limitedReclaimAt.get(name) ?? Number.NEGATIVE_INFINITY) >= this.options.pollIntervalMs;
+    if (reclaimDue) this.limitedReclaimAt.set(name, Date.now());
+    for (const source of reclaimDue ? RECLAIM_FIRST : PENDING_ONLY) {
+      for (let contended = 0; contended < LIMITED_CLAIM_TRIES; ) {
+        const at = now();
+        const lockId = this.lockIds.next();
+        let result: LimitedTakeResult;
+        try {
+          result = await this.limitedClaim.take({
+            name,
+            limits,
+            source,
+            at,
+            lockId,
+            lockedUntil: addMs(at, this.options.leaseMs),
+            skipIds: this.setAsideIds.values(),
+          });
+        } catch (error) {
+          if (!isDocumentUpdateError(error)) throw error;
+          this.logger.error(
+            `Claiming a job of "${name}" was refused by the server: ${error.message}; skipping it this poll`,
+          );
+          this.markFull(name);
+          return null;
+        }
+        if (result.kind === 'taken') {
+          const claim = { doc: result.doc, lockId };
+          if (result.reclaimed) this.limitedReclaimAt.delete(name);
+          if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
+        } else if (result.kind === 'refused') {
+          // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
+          await this.setAsideRefused(result, name);
+          contended += 1;
+        } else if (result.kind === 'full') {
+          this.markFull(name);
+          return null;
+        } else if (result.kind === 'none') break;
+        else contended += 1;
+      }
+    }
+    this.emptyUntil.set(name, Date.now() + this.options.pollIntervalMs);
+    return null;
+  }
+
+  /** Sets aside a row of a limited name whose take the server refused (see `retryRow`), unless the update itself is refused. */
+  private async setAsideRefused(
+    { id, source, error }: { id: Types.ObjectId; source: ClaimSource; error: RefusalError },
+    name: string,
+  ): Promise<string | null> {
+    await this.assertRefusalIsAboutARow(source, error, [name]);
+    return this.setAside(source, { _id: id, name }, error.message, now());
+  }
+
+  private markFull(name: string): void {
+    this.fullUntil.set(name, Date.now() + this.options.pollIntervalMs);
   }
 
   /**
@@ -123,6 +281,9 @@ export class JobClaimService implements OnApplicationBootstrap {
    */
   async claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
     const names = this.registry.names();
+    const row = this.limited.size === 0 ? null : await this.repository.findById(id);
+    const limits = row ? this.limited.get(row.name) : undefined;
+    if (row && limits) return this.claimLimitedById(id, row.name, limits);
     for (const source of SOURCES_BY_ID) {
       const at = now();
       const lockId = this.lockIds.next();
@@ -142,6 +303,27 @@ export class JobClaimService implements OnApplicationBootstrap {
         return taken.setAside ? { kind: 'set_aside', reason: taken.setAside } : { kind: 'missed' };
       if (source === 'pending' || (await this.keepReclaimed(taken, now()))) return { kind: 'claimed', claim: taken };
       return { kind: 'dead_lettered', doc: taken.doc };
+    }
+    return { kind: 'missed' };
+  }
+
+  /** `claimById` for a name with fleet-wide limits: the row takes its slots (and a rate token) like any claim. */
+  private async claimLimitedById(id: Types.ObjectId, name: string, limits: FleetLimits): Promise<ClaimByIdResult> {
+    for (const source of SOURCES_BY_ID) {
+      const at = now();
+      const lockId = this.lockIds.next();
+      const lockedUntil = addMs(at, this.options.leaseMs);
+      const skipIds = this.setAsideIds.values();
+      const result = await this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, id });
+      if (result.kind === 'full' || result.kind === 'contended') return { kind: 'limited' };
+      if (result.kind === 'none') continue;
+      if (result.kind === 'refused') {
+        const reason = await this.setAsideRefused(result, name);
+        return reason ? { kind: 'set_aside', reason } : { kind: 'missed' };
+      }
+      const claim = { doc: result.doc, lockId };
+      if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return { kind: 'claimed', claim };
+      return { kind: 'dead_lettered', doc: result.doc };
     }
     return { kind: 'missed' };
   }

@@ -27,6 +27,24 @@ export interface JobHandlerOptions {
    * for good. Applies to the jobs this process finishes (or cancels). @default module `retention`
    */
   retention?: HandlerRetentionOptions | false;
+  /**
+   * Most executions of this name running at once across every process on the collection (at most 1000). Enforced by
+   * MongoDB: a slot is held until its holder's lease ends, so a crashed or partitioned worker's slot comes back when
+   * its lease runs out, and a handler that ignores its abort keeps its slot until then. Every process that runs the
+   * name must declare the same limit. @default unlimited
+   */
+  globalConcurrency?: number;
+  /**
+   * At most `max` executions of this name started in any window of `perMs` ms across every process (reclaims count
+   * as starts). `max` at most 10000. @default unlimited
+   */
+  rateLimit?: { max: number; perMs: number };
+  /**
+   * Most executions running at once per `group` (the `group` enqueue option, e.g. a tenant id), all groups in
+   * parallel; a group's jobs start in claim order (priority, runAt, id). Jobs enqueued without a group are not
+   * limited by it. At most 1000. @default unlimited
+   */
+  groupConcurrency?: number;
 }
 
 /** What the decorator stores. */

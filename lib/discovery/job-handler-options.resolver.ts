@@ -4,6 +4,7 @@ import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-ha
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import { resolveFleetLimits } from '../limits/fleet-limits.resolver';
 import { resolveHandlerRetention } from '../retention/retention.resolver';
 import { parseCron } from '../schedule/cron-fields';
 import { CronSchedule } from '../schedule/cron-schedule';
@@ -54,6 +55,7 @@ export function resolveJobHandler(
       options.timeoutMs === undefined ? undefined : duration(option('timeoutMs'), options.timeoutMs, MAX_TIMER_MS),
     schedule: resolveSchedule(options, option),
     retention: resolveHandlerRetention(option('retention'), options.retention, moduleOptions.retention.periods),
+    limits: resolveFleetLimits(options, option),
   };
 }
 

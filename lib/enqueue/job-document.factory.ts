@@ -14,6 +14,9 @@ import { addMs, now } from '../utils/clock';
 import { assertStorablePayload } from '../utils/payload-validator';
 import { duration, finiteNumber, nonEmptyString, positiveInteger } from '../utils/validate';
 
+/** Longest `group` enqueue option. */
+const MAX_GROUP_LENGTH = 256;
+
 /** Validates an enqueue request and builds the document to insert; throws before anything is written. */
 @Injectable()
 export class JobDocumentFactory {
@@ -56,6 +59,7 @@ export class JobDocumentFactory {
       doc.dedupeKey = nonEmptyString('dedupeKey', options.dedupeKey);
       doc.dedupeScope = dedupeScope(jobName, doc.dedupeKey);
     }
+    if (options.group !== undefined) doc.group = nonEmptyString('group', options.group, MAX_GROUP_LENGTH);
     return doc;
   }
 

@@ -97,6 +97,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
   notifyEnqueued(): void {
+    this.claims.jobsArrived();
     this.wakeup.wake();
   }
 
@@ -197,6 +198,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     entry.done = run.finally(() => {
       this.running.delete(claim.lockId);
       this.adjustRunning(claim.doc.name, -1);
+      this.claims.slotFreed(claim.doc.name);
       this.wakeup.wake();
     });
     return entry.done;

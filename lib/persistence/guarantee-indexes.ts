@@ -28,7 +28,24 @@ export const SCHEDULE_INDEX: GuaranteeIndex = {
   guards: 'one job per cron tick',
 };
 
-export const GUARANTEE_INDEXES: readonly GuaranteeIndex[] = [DEDUPE_SCOPE_INDEX, SCHEDULE_INDEX];
+export const CONCURRENCY_SLOT_INDEX: GuaranteeIndex = {
+  name: 'concurrency_slot',
+  field: 'concurrencySlot',
+  guards: "a name's globalConcurrency across the fleet",
+};
+
+export const GROUP_SLOT_INDEX: GuaranteeIndex = {
+  name: 'group_slot',
+  field: 'groupSlot',
+  guards: "a name's groupConcurrency across the fleet",
+};
+
+export const GUARANTEE_INDEXES: readonly GuaranteeIndex[] = [
+  DEDUPE_SCOPE_INDEX,
+  SCHEDULE_INDEX,
+  CONCURRENCY_SLOT_INDEX,
+  GROUP_SLOT_INDEX,
+];
 
 /** The global unique index on `dedupeKey` of versions before dedupe keys were scoped by job name. */
 const LEGACY_DEDUPE_INDEX = { name: 'dedupe', field: 'dedupeKey' };

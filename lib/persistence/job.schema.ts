@@ -1,7 +1,13 @@
 import { Schema, Types } from 'mongoose';
 import { describeJobId } from '../execution/runnable-row';
 import { decodePayload } from '../utils/payload-codec';
-import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, SCHEDULE_INDEX } from './guarantee-indexes';
+import {
+  CONCURRENCY_SLOT_INDEX,
+  DEDUPE_SCOPE_INDEX,
+  GROUP_SLOT_INDEX,
+  type GuaranteeIndex,
+  SCHEDULE_INDEX,
+} from './guarantee-indexes';
 import { JOB_STATUSES, type JobAttempt, type JobProgress, type JobRecord, type JobStatus } from './job.types';
 
 /** The document in MongoDB. Optional fields are absent (unset) rather than null. */
@@ -27,6 +33,15 @@ export interface JobDocument {
   scheduleKey?: string;
   /** Set by the write that finishes the job, from its retention; the sweeper deletes the row after it. */
   expiresAt?: Date;
+  /** The `group` enqueue option (e.g. a tenant id): what a handler's `groupConcurrency` counts by. */
+  group?: string;
+  /**
+   * The `globalConcurrency` slot this row holds (`concurrencySlotKey`), set by the claim of a limited name and unset
+   * by every write that ends the run, except cancel: a cancelled run's owner may run until its `lockedUntil`.
+   */
+  concurrencySlot?: string;
+  /** The `groupConcurrency` slot this row holds (`groupSlotKey`), with the same lifetime as `concurrencySlot`. */
+  groupSlot?: string;
   createdAt: Date;
   updatedAt: Date;
   startedAt?: Date;
@@ -59,6 +74,9 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       dedupeScope: String,
       scheduleKey: String,
       expiresAt: Date,
+      group: String,
+      concurrencySlot: String,
+      groupSlot: String,
       createdAt: Date,
       updatedAt: Date,
       startedAt: Date,
@@ -78,6 +96,9 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   uniqueSparse(schema, DEDUPE_SCOPE_INDEX);
   // One job per schedule tick, forever: the key is never unset.
   uniqueSparse(schema, SCHEDULE_INDEX);
+  // Fleet-wide limits: one row per slot, so at most `limit` rows of a name (or group) hold one.
+  uniqueSparse(schema, CONCURRENCY_SLOT_INDEX);
+  uniqueSparse(schema, GROUP_SLOT_INDEX);
   // Retention sweep: finished rows by expiry, oldest first. Sparse: only finished rows carry one.
   schema.index({ expiresAt: 1 }, { name: 'retention', sparse: true });
   // list: newest first among one status (several: one scan per status, merged) or one name; a search by dedupe key.
@@ -113,6 +134,7 @@ export function toJobRecord<TPayload = unknown>(
     lockedUntil: doc.lockedUntil ?? null,
     fencingToken: doc.fencingToken ?? 0,
     dedupeKey: doc.dedupeKey ?? null,
+    group: doc.group ?? null,
     expiresAt: doc.expiresAt ?? null,
     createdAt: doc.createdAt,
     updatedAt: doc.updatedAt,

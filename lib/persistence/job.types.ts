@@ -55,6 +55,8 @@ export interface JobRecord<TPayload = unknown> {
   fencingToken: number;
   /** The key given at enqueue; kept after the job finishes (it only dedupes while the job is pending or running). */
   dedupeKey: string | null;
+  /** The `group` it was enqueued with (what `groupConcurrency` counts by), or null. */
+  group: string | null;
   /** When a finished job becomes due for deletion (its retention); null while it runs, or when it is kept. */
   expiresAt: Date | null;
   createdAt: Date;

@@ -14,16 +14,16 @@ import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-
 import type { JobDocument } from './job.schema';
 import { FINISHED_STATUSES, type FinishedStatus, type JobAttempt, type JobProgress, type JobStatus } from './job.types';
 
-/** Fields that only mean something while a job is `running`. */
-const LOCK_FIELDS = { lockedBy: '', lockedUntil: '' } as const;
+/** Fields that only mean something while a job is `running`: its lock, and the fleet-limit slots it holds. */
+const LOCK_FIELDS = { lockedBy: '', lockedUntil: '', concurrencySlot: '', groupSlot: '' } as const;
 /**
  * Unset when a job finishes (completed, dead, failed): the lock, and the dedupe scope, so the same key can be enqueued
  * again. The user's `dedupeKey` stays on the row (display, and `retry` takes the scope back).
  */
 const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeScope: '' } as const;
 /**
- * Unset by cancel: like RELEASED_FIELDS but `lockedUntil` stays, the deadline until which a cancelled run's owner
- * elsewhere may still run (`retry` makes the job due no earlier).
+ * Unset by cancel: like RELEASED_FIELDS but `lockedUntil` and the slots stay: until that deadline a cancelled run's
+ * owner elsewhere may still run (`retry` makes the job due no earlier), and it keeps counting against the limits.
  */
 const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '' } as const;
 const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
@@ -276,11 +276,12 @@ export class JobsRepository {
     lockId: string,
     lockedUntil: Date,
     scope: ClaimScope,
+    slots?: SlotClaim,
   ): Promise<JobDocument | null> {
     const query = CLAIM_SOURCES[source];
     return this.collection.findOneAndUpdate(
       { ...query.filter(now), ...scopeFilter(scope) },
-      query.update(now, lockId, lockedUntil),
+      withSlots(query.update(now, lockId, lockedUntil), slots),
       { sort: query.sort, returnDocument: 'after' },
     );
   }
@@ -302,12 +303,61 @@ export class JobsRepository {
     lockId: string,
     lockedUntil: Date,
     names: string[],
+    slots?: SlotClaim,
   ): Promise<JobDocument | null> {
     const query = CLAIM_SOURCES[source];
     return this.collection.findOneAndUpdate(
       { _id: id, ...query.filter(now), ...namesFilter(names) },
-      query.update(now, lockId, lockedUntil),
+      withSlots(query.update(now, lockId, lockedUntil), slots),
       { returnDocument: 'after' },
+    );
+  }
+
+  /**
+   * The first row of `name` in `source` as `take` would find it, except rows of the `fullGroups` (a limited name's
+   * claim learns the row's group before it picks the group slot to take with it).
+   */
+  peekOutsideGroups(
+    source: ClaimSource,
+    now: Date,
+    name: string,
+    fullGroups: readonly string[],
+    skipIds: readonly Types.ObjectId[],
+  ): Promise<Pick<JobDocument, '_id' | 'group'> | null> {
+    const query = CLAIM_SOURCES[source];
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'group'>>(
+      {
+        ...query.filter(now),
+        ...scopeFilter({ names: [name], skipIds }),
+        ...(fullGroups.length > 0 ? { group: { $nin: [...fullGroups] } } : {}),
+      },
+      { sort: query.sort, projection: { _id: 1, group: 1 } },
+    );
+  }
+
+  /**
+   * The rows holding a slot of a name (keys starting with its `slotPrefix`) in the given fields. Each field's branch is
+   * an anchored prefix, so a range scan of its unique index bounded by the slots held, whatever the limit.
+   */
+  findSlotHolders(prefix: string, fields: readonly SlotField[]): Promise<SlotHolder[]> {
+    const pattern = `^${escapeRegex(prefix)}`;
+    const branches = fields.map((field): mongo.Filter<JobDocument> => ({ [field]: { $regex: pattern } }));
+    if (branches.length === 0) return Promise.resolve([]);
+    return this.collection
+      .find<SlotHolder>(branches.length === 1 ? branches[0] : { $or: branches }, { projection: SLOT_HOLDER_FIELDS })
+      .toArray();
+  }
+
+  /**
+   * Frees slots whose holder has left `running` and whose last lease has run out (a row cancelled while running
+   * keeps its slots until its old `lockedUntil`). A running holder is never freed here: its lease is renewed, or it
+   * is reclaimed with its slots when it runs out.
+   */
+  async freeEndedSlots(field: SlotField, keys: readonly string[], now: Date): Promise<void> {
+    if (keys.length === 0) return;
+    await this.collection.updateMany(
+      { [field]: { $in: [...keys] }, status: { $ne: 'running' }, lockedUntil: { $not: { $gt: now } } },
+      { $unset: { [field]: '' } },
     );
   }
 
@@ -504,7 +554,8 @@ export class JobsRepository {
       const row = await this.findById(id);
       if (!row || !REVIVABLE.includes(row.status)) return { kind: 'not-revivable' };
       const scope = row.dedupeKey === undefined ? undefined : dedupeScope(row.name, row.dedupeKey);
-      const runAt = row.lockedUntil !== undefined && row.lockedUntil > now ? row.lockedUntil : now;
+      const deadlineAhead = row.lockedUntil !== undefined && row.lockedUntil > now;
+      const runAt = deadlineAhead && row.lockedUntil ? row.lockedUntil : now;
       try {
         const revived = await this.collection.findOneAndUpdate(
           // Only the row as read where runAt depends on it: its state and the deadline runAt was computed from (the
@@ -516,8 +567,9 @@ export class JobsRepository {
           },
           {
             $set: { status: 'pending', runAt, attemptCount: 0, updatedAt: now, ...(scope && { dedupeScope: scope }) },
-            // A pending job never carries an expiry: the sweeper must not delete it.
-            $unset: { ...LOCK_FIELDS, finishedAt: '', expiresAt: '' },
+            // A pending job never carries an expiry: the sweeper must not delete it. While a cancelled run's deadline
+            // is ahead, its lock deadline and slots stay: that run may still be going (`freeEndedSlots`).
+            $unset: { ...(deadlineAhead ? { lockedBy: '' } : LOCK_FIELDS), finishedAt: '', expiresAt: '' },
           },
           { returnDocument: 'after' },
         );
@@ -727,6 +779,40 @@ function leaseRenewal(
       $set: progress === undefined ? { updatedAt: now } : { updatedAt: now, progress },
     },
   };
+}
+
+/** The fields holding a row's fleet-limit slots. */
+export type SlotField = 'concurrencySlot' | 'groupSlot';
+
+/** The slots a limited name's claim takes with the row, in the same write (the unique indexes arbitrate). */
+export interface SlotClaim {
+  concurrencySlot?: string;
+  groupSlot?: string;
+}
+
+/** A row holding a slot, as `findSlotHolders` reads it. */
+export type SlotHolder = Pick<
+  JobDocument,
+  '_id' | 'status' | 'lockedUntil' | 'concurrencySlot' | 'groupSlot' | 'group' | 'attemptCount' | 'maxAttempts'
+>;
+
+const SLOT_HOLDER_FIELDS = {
+  status: 1,
+  lockedUntil: 1,
+  concurrencySlot: 1,
+  groupSlot: 1,
+  group: 1,
+  attemptCount: 1,
+  maxAttempts: 1,
+} as const;
+
+function withSlots(update: mongo.UpdateFilter<JobDocument>, slots?: SlotClaim): mongo.UpdateFilter<JobDocument> {
+  if (slots === undefined) return update;
+  return { ...update, $set: { ...update.$set, ...slots } };
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** One lease renewal of a `renewLeases` command. */

@@ -1,4 +1,5 @@
 import type { BackoffOptions, RetentionPeriods } from '../jobs.options';
+import type { FleetLimits } from '../limits/fleet-limits';
 import type { CronSchedule } from '../schedule/cron-schedule';
 import type { JobExecutionContext } from './job-execution-context';
 
@@ -20,4 +21,6 @@ export interface RegisteredJobHandler {
   schedule: CronSchedule | undefined;
   /** This name's own retention, merged over the module's; undefined: the module's. */
   retention: RetentionPeriods | undefined;
+  /** Fleet-wide limits (`globalConcurrency`, `rateLimit`, `groupConcurrency`); empty when none applies. */
+  limits: FleetLimits;
 }

@@ -121,6 +121,16 @@ JobHandler('chaos.sleep')(
   'sleep',
   Object.getOwnPropertyDescriptor(ChaosHandlers.prototype, 'sleep'),
 );
+// The same work under a fleet-wide limit: at most 2 executions at once across every worker process.
+// A method of its own: the handler metadata is kept on the method function.
+ChaosHandlers.prototype.limited = function limited(payload, ctx) {
+  return this.sleep(payload, ctx);
+};
+JobHandler('chaos.limited', { globalConcurrency: 2 })(
+  ChaosHandlers.prototype,
+  'limited',
+  Object.getOwnPropertyDescriptor(ChaosHandlers.prototype, 'limited'),
+);
 Injectable()(ChaosHandlers);
 
 class ChaosWorkerModule {}

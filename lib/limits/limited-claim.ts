@@ -1,0 +1,165 @@
+import { Injectable } from '@nestjs/common';
+import type { mongo, Types } from 'mongoose';
+import { isDocumentUpdateError } from '../persistence/database-errors';
+import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
+import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
+import type { JobDocument } from '../persistence/job.schema';
+import { type ClaimSource, JobsRepository, type SlotClaim, type SlotField } from '../persistence/jobs.repository';
+import type { FleetLimits } from './fleet-limits';
+import { RateTokensRepository, type TakenToken } from './rate-tokens.repository';
+import { slotPrefix } from './slot-keys';
+import { SlotView } from './slot-view';
+
+/** One claim of a limited name, as the claim service asks for it. */
+export interface LimitedTake {
+  name: string;
+  limits: FleetLimits;
+  source: ClaimSource;
+  at: Date;
+  lockId: string;
+  lockedUntil: Date;
+  skipIds: readonly Types.ObjectId[];
+  /** `runNow`: exactly this row, or nothing. */
+  id?: Types.ObjectId;
+}
+
+/**
+ * What one try did: took a row (`reclaimed`: an expired running row, whose lost attempt counts), found the name at
+ * its limit (`full`), found no row, lost a race for a slot or row to another claimer (`contended`: try again), or
+ * had its write refused by the server for exactly row `id` of `source` (`refused`: the row cannot be taken as stored; the caller
+ * sets it aside, else it would sort first on every claim of the name and stall it).
+ */
+export type LimitedTakeResult =
+  | { kind: 'taken'; doc: JobDocument; reclaimed: boolean }
+  | { kind: 'full' }
+  | { kind: 'none' }
+  | { kind: 'contended' }
+  | { kind: 'refused'; id: Types.ObjectId; source: ClaimSource; error: mongo.MongoServerError };
+
+/**
+ * The claim of a name with fleet-wide limits. The limits live in MongoDB, not in agreement between processes:
+ * - `rateLimit`: a start token (`RateTokensRepository`) is taken first and given back when no row is taken;
+ * - `globalConcurrency`/`groupConcurrency`: the claim write sets the row's `concurrencySlot`/`groupSlot` to a slot
+ *   key no other row holds, and the unique indexes on those fields refuse a second holder. A row keeps its slots
+ *   while it runs (and after a cancel, until its old lease runs out), and every write that ends the run unsets them.
+ * A slot whose holder has ended is freed before it is reused; a running holder whose lease ran out is reclaimed with
+ * its slots, first.
+ */
+@Injectable()
+export class LimitedClaim {
+  private readonly tokensEnsured = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly tokens: RateTokensRepository,
+  ) {}
+
+  async take(request: LimitedTake): Promise<LimitedTakeResult> {
+    const { rateLimit } = request.limits;
+    let token: TakenToken | null = null;
+    if (rateLimit) {
+      await this.ensureTokens(request.name, rateLimit.max);
+      token = await this.tokens.take(request.name, rateLimit, request.at);
+      if (!token) return { kind: 'full' };
+    }
+    let result: LimitedTakeResult;
+    try {
+      result = await this.takeWithSlots(request);
+    } catch (error) {
+      if (token) await this.tokens.giveBack(token).catch(() => undefined);
+      if (isSlotClash(error)) return { kind: 'contended' };
+      throw error;
+    }
+    if (token && result.kind !== 'taken') await this.tokens.giveBack(token);
+    return result;
+  }
+
+  /** Creates a rate-limited name's tokens once per process, at its first claim (again after a failure). */
+  private ensureTokens(name: string, max: number): Promise<void> {
+    let ensured = this.tokensEnsured.get(name);
+    if (!ensured) {
+      ensured = this.tokens.ensureTokens(name, max);
+      this.tokensEnsured.set(name, ensured);
+      ensured.catch(() => this.tokensEnsured.delete(name));
+    }
+    return ensured;
+  }
+
+  private async takeWithSlots(request: LimitedTake): Promise<LimitedTakeResult> {
+    const { name, limits, source, at, lockId, lockedUntil, skipIds } = request;
+    const taken = (doc: JobDocument | Refused | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
+      if (doc === null) return { kind: missing };
+      return 'kind' in doc ? doc : { kind: 'taken', doc, reclaimed: source === 'running' };
+    };
+    const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
+      refusedAs(id, source, () => this.repository.takeById(source, id, at, lockId, lockedUntil, [name], slots));
+    const takeRow = async (slots?: SlotClaim): Promise<LimitedTakeResult> => {
+      if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
+      try {
+        return taken(await this.repository.take(source, at, lockId, lockedUntil, { names: [name], skipIds }, slots));
+      } catch (error) {
+        if (!isDocumentUpdateError(error)) throw error;
+        // Which row was refused: the one this take would find, when the same write on exactly it is refused the same.
+        const row = await this.repository.peek(source, at, { names: [name], skipIds });
+        if (!row) throw error;
+        const retried = await takeExactly(row._id, slots);
+        if (retried !== null && 'kind' in retried && retried.error.code !== error.code) throw retried.error;
+        return taken(retried, 'contended');
+      }
+    };
+    if (limits.globalConcurrency === undefined && limits.groupConcurrency === undefined) return takeRow();
+    const fields: SlotField[] = [];
+    if (limits.globalConcurrency !== undefined) fields.push('concurrencySlot');
+    if (limits.groupConcurrency !== undefined) fields.push('groupSlot');
+    const holders = await this.repository.findSlotHolders(slotPrefix(name), fields);
+    const view = new SlotView(name, limits, holders, at);
+    // A holder whose lease ran out is taken over with its slots before any slot is given to a new row.
+    for (const holder of request.id === undefined ? view.expired : []) {
+      const doc = await refusedAs(holder._id, 'running', () =>
+        this.repository.takeById('running', holder._id, at, lockId, lockedUntil, [name]),
+      );
+      if (doc && 'kind' in doc) return doc;
+      if (doc) return { kind: 'taken', doc, reclaimed: true };
+    }
+    await this.repository.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
+    await this.repository.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
+    const concurrencySlot = view.freeConcurrencySlot();
+    if (concurrencySlot === null) return { kind: 'full' };
+    if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
+    // The group slot depends on the row's group: find the first row outside the full groups, then take exactly it.
+    const row =
+      request.id === undefined
+        ? await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), skipIds)
+        : await this.repository.findById(request.id);
+    if (!row) return { kind: 'none' };
+    const groupSlot = view.freeGroupSlot(row.group);
+    if (groupSlot === null) return { kind: 'full' };
+    const slots: SlotClaim = {};
+    if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
+    if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
+    return taken(await takeExactly(row._id, slots), 'contended');
+  }
+}
+
+type Refused = Extract<LimitedTakeResult, { kind: 'refused' }>;
+
+/** Runs a take of exactly row `id`; a refusal by the server of that write becomes a `refused` result for it. */
+async function refusedAs(
+  id: Types.ObjectId,
+  source: ClaimSource,
+  write: () => Promise<JobDocument | null>,
+): Promise<JobDocument | Refused | null> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!isDocumentUpdateError(error)) throw error;
+    return { kind: 'refused', id, source, error };
+  }
+}
+
+/** Another claimer took the slot first (between the read of the holders and this claim's write). */
+function isSlotClash(error: unknown): boolean {
+  return (
+    codeOf(error) === DUPLICATE_KEY && (isClashOn(error, CONCURRENCY_SLOT_INDEX) || isClashOn(error, GROUP_SLOT_INDEX))
+  );
+}
