@@ -73,6 +73,8 @@ export class JobClaimService implements OnApplicationBootstrap {
    * empty poll, so that an idle limited name costs no query per claim of the others.
    */
   private readonly emptyUntil = new Map<string | typeof UNLIMITED, number>();
+  /** Counts `jobsArrived` calls: a claim that started before an arrival must not mark its names empty after it. */
+  private arrivals = 0;
   /** Per limited name, when a search for its expired leases last came back empty (epoch ms). */
   private readonly limitedReclaimAt = new Map<string, number>();
   /** Rotates the claim order over the unlimited names and each limited one, so that none is starved. */
@@ -108,6 +110,7 @@ export class JobClaimService implements OnApplicationBootstrap {
 
   /** A job was enqueued (or revived) in this process: limited names found empty are worth a claim again. */
   jobsArrived(): void {
+    this.arrivals += 1;
     this.emptyUntil.clear();
   }
 
@@ -172,8 +175,9 @@ export class JobClaimService implements OnApplicationBootstrap {
    */
   private async claimUnlimitedBeside(names: string[]): Promise<ClaimedJob | null> {
     if ((this.emptyUntil.get(UNLIMITED) ?? 0) > Date.now()) return null;
+    const arrivals = this.arrivals;
     const claim = await this.claimUnlimited(names);
-    if (!claim) this.emptyUntil.set(UNLIMITED, Date.now() + this.options.pollIntervalMs);
+    if (!claim) this.markEmpty(UNLIMITED, arrivals);
     return claim;
   }
 
@@ -203,6 +207,7 @@ export class JobClaimService implements OnApplicationBootstrap {
   private async claimLimited(name: string): Promise<ClaimedJob | null> {
     const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
     if (skipUntil > Date.now()) return null;
+    const arrivals = this.arrivals;
     const limits = this.limited.get(name) as FleetLimits;
     // One search for its expired leases per poll interval, even with several claims of it in flight: the time is set
     // when a search starts, and cleared when one finds a row (more may be expired: the next claim searches again).
@@ -247,7 +252,7 @@ export class JobClaimService implements OnApplicationBootstrap {
         else contended += 1;
       }
     }
-    this.emptyUntil.set(name, Date.now() + this.options.pollIntervalMs);
+    this.markEmpty(name, arrivals);
     return null;
   }
 
@@ -258,6 +263,11 @@ export class JobClaimService implements OnApplicationBootstrap {
   ): Promise<string | null> {
     await this.assertRefusalIsAboutARow(source, error, [name]);
     return this.setAside(source, { _id: id, name }, error.message, now());
+  }
+
+  /** Skips `entry` until the next poll, unless a job arrived since the claim that found it empty began. */
+  private markEmpty(entry: string | typeof UNLIMITED, arrivalsAtStart: number): void {
+    if (this.arrivals === arrivalsAtStart) this.emptyUntil.set(entry, Date.now() + this.options.pollIntervalMs);
   }
 
   private markFull(name: string): void {

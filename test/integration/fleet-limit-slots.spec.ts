@@ -93,6 +93,33 @@ describe('a fleet-wide slot is held until its holder’s lease ends', () => {
     expect(commands).toBeLessThan(100); // 400 ms / 20 ms polls ≈ 20 polls of a few commands each; a spin is thousands
   });
 
+  it('beside limited names, a job enqueued while an empty claim is in flight is not skipped until the next poll', async () => {
+    // Polls an hour apart: only the enqueue's wake-up can get the job picked up.
+    const app = await startApp('slots_arrival_race', { pollIntervalMs: 3_600_000 });
+    const repository = app.repository;
+    const take = repository.take.bind(repository);
+    const paused = deferred();
+    const resume = deferred();
+    let armed = true;
+    // Our own repository (not mongoose): the first claim of the unlimited names that finds nothing is held until a
+    // job has been enqueued meanwhile, as a slow server would hold it.
+    repository.take = async (...args: Parameters<typeof take>) => {
+      const row = await take(...args);
+      if (armed && row === null && args[0] === 'pending' && args[4].names.includes('free')) {
+        armed = false;
+        paused.resolve();
+        await resume.promise;
+      }
+      return row;
+    };
+    const first = await app.jobs.enqueue('free', {});
+    await paused.promise; // the claim after `first`'s found nothing, and is still in flight
+    const second = await app.jobs.enqueue('free', {});
+    resume.resolve();
+    await waitFor(async () => (await row(second.id))?.status === 'completed', 'the second job to run', 5_000);
+    expect((await row(first.id))?.status).toBe('completed');
+  });
+
   it('a run cancelled while it runs keeps its slot until its old lease ends', async () => {
     const app = await startApp('slots_cancel');
     const first = await app.jobs.enqueue('one.at.a.time', {});
