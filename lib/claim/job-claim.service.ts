@@ -205,8 +205,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    * `failed`, like a refused row of any name; a refusal that names no row is logged and the name skipped likewise.
    */
   private async claimLimited(name: string): Promise<ClaimedJob | null> {
-    const skipUntil = Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0);
-    if (skipUntil > Date.now()) return null;
+    if (this.skipped(name, Date.now())) return null;
     const arrivals = this.arrivals;
     const limits = this.limited.get(name) as FleetLimits;
     // One search for its expired leases per poll interval, even with several claims of it in flight: the time is set
@@ -275,12 +274,23 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
-   * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those. May be
-   * this service's own list: callers must not change it.
+   * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those, and minus
+   * the names a claim skips until the next poll (limited names found full or empty, unlimited names found empty beside
+   * them). None left: the poll loop sends no claim and waits for its claims in flight, as when every name is at its
+   * concurrency; a claim of skipped names only would come back empty at once and end the burst while those claims may
+   * still free room. May be this service's own list: callers must not change it.
    */
   claimableNames(excludedNames: readonly string[]): string[] {
-    if (excludedNames.length === 0) return this.runnable;
-    return this.runnable.filter((name) => !excludedNames.includes(name));
+    const names = excludedNames.length === 0 ? this.runnable : this.runnable.filter((n) => !excludedNames.includes(n));
+    if (this.limited.size === 0) return names;
+    const at = Date.now();
+    const unlimitedSkipped = (this.emptyUntil.get(UNLIMITED) ?? 0) > at;
+    return names.filter((name) => (this.limited.has(name) ? !this.skipped(name, at) : !unlimitedSkipped));
+  }
+
+  /** Whether a limited name is skipped until the next poll (found full or empty). */
+  private skipped(name: string, at: number): boolean {
+    return Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0) > at;
   }
 
   /**

@@ -143,7 +143,8 @@ describe('a limited name whose claims keep failing', () => {
         ...Array.from({ length: 20 }, () => ({ name: 'unlimited' })),
       ]);
       const unlimited = jobs.slice(1).map((job) => job.id);
-      await waitFor(() => unlimited.every((id) => ran.includes(id)), 'every unlimited job to start', 5_000);
+      // Well under the poll interval: a loop that slept after the failed claim would not make it.
+      await waitFor(() => unlimited.every((id) => ran.includes(id)), 'every unlimited job to start', 30_000);
       expect(ran).not.toContain(jobs[0].id);
     } finally {
       gate.resolve();
@@ -152,5 +153,5 @@ describe('a limited name whose claims keep failing', () => {
       await app.close();
       ran.length = 0;
     }
-  });
+  }, 45_000);
 });
