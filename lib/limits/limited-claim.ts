@@ -93,14 +93,17 @@ export class LimitedClaim {
     };
     const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
       refusedAs(id, source, () => this.repository.takeById(source, id, at, lockId, lockedUntil, [name], slots));
-    const takeRow = async (slots?: SlotClaim): Promise<LimitedTakeResult> => {
+    /** `group`: only rows of that group (null: without one); nothing left there is `contended` (others may have rows). */
+    const takeRow = async (slots?: SlotClaim, group?: string | null): Promise<LimitedTakeResult> => {
       if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
+      const scope = { names: [name], skipIds, group };
       try {
-        return taken(await this.repository.take(source, at, lockId, lockedUntil, { names: [name], skipIds }, slots));
+        const doc = await this.repository.take(source, at, lockId, lockedUntil, scope, slots);
+        return taken(doc, group === undefined ? 'none' : 'contended');
       } catch (error) {
         if (!isDocumentUpdateError(error)) throw error;
         // Which row was refused: the one this take would find, when the same write on exactly it is refused the same.
-        const row = await this.repository.peek(source, at, { names: [name], skipIds });
+        const row = await this.repository.peek(source, at, scope);
         if (!row) throw error;
         const retried = await takeExactly(row._id, slots);
         if (retried !== null && 'kind' in retried && retried.error.code !== error.code) throw retried.error;
@@ -126,7 +129,8 @@ export class LimitedClaim {
     const concurrencySlot = view.freeConcurrencySlot();
     if (concurrencySlot === null) return { kind: 'full' };
     if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
-    // The group slot depends on the row's group: find the first row outside the full groups, then take exactly it.
+    // The group slot depends on the group: find the first row outside the full groups, then take the first row of its
+    // group (claims in flight that found the same row take that group's next ones instead of racing for one row).
     const row =
       request.id === undefined
         ? await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), skipIds)
@@ -137,7 +141,8 @@ export class LimitedClaim {
     const slots: SlotClaim = {};
     if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
     if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
-    return taken(await takeExactly(row._id, slots), 'contended');
+    if (request.id !== undefined) return taken(await takeExactly(row._id, slots), 'contended');
+    return takeRow(slots, row.group ?? null);
   }
 }
 

@@ -72,15 +72,20 @@ export class SlotView {
     return full;
   }
 
-  /** The lowest free slot of `group` (null when full); undefined with no group limit or no group. */
+  /**
+   * A free slot of `group`, at random among the free ones like `freeConcurrencySlot` (null when full); undefined with
+   * no group limit or no group.
+   */
   freeGroupSlot(group: string | undefined): string | null | undefined {
     const limit = this.limits.groupConcurrency;
     if (limit === undefined || group === undefined) return undefined;
     const taken = this.takenInGroup.get(group);
-    for (let index = 0; index < limit; index += 1) {
+    for (let draw = 0; draw < 4; draw += 1) {
+      const index = Math.floor(Math.random() * limit);
       if (!taken?.has(index)) return groupSlotKey(this.name, group, index);
     }
-    return null;
+    const free = Array.from({ length: limit }, (_, index) => index).filter((index) => !taken?.has(index));
+    return free.length === 0 ? null : groupSlotKey(this.name, group, free[Math.floor(Math.random() * free.length)]);
   }
 }
 

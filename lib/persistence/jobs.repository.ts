@@ -877,6 +877,8 @@ function owned(id: Types.ObjectId, lockId: string): mongo.Filter<JobDocument> {
 export interface ClaimScope {
   names: string[];
   skipIds: readonly Types.ObjectId[];
+  /** Only rows of this group (null: rows without one); absent: any group. */
+  group?: string | null;
 }
 
 /** Where a claim step takes rows from: due `pending` rows, or `running` rows whose lease ran out. */
@@ -908,8 +910,10 @@ function namesFilter(names: string[]): mongo.Filter<JobDocument> {
 }
 
 function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
-  const byName = namesFilter(scope.names);
-  return scope.skipIds.length > 0 ? { ...byName, _id: { $nin: scope.skipIds } } : byName;
+  const filter = namesFilter(scope.names);
+  if (scope.skipIds.length > 0) filter._id = { $nin: [...scope.skipIds] };
+  if (scope.group !== undefined) filter.group = scope.group === null ? { $exists: false } : scope.group;
+  return filter;
 }
 
 /** A row that cannot run as stored: failed, with the reason, its lease and dedupe scope released. */

@@ -7,7 +7,7 @@ import { maxOverlap } from '../support/limit-records';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const WORKERS = 3;
-const JOBS = 120;
+const JOBS = 300;
 const KILLS = 3;
 const LEASE_MS = 1000;
 const LIMIT = 2; // chaos.limited's globalConcurrency (test/support/chaos-worker.cjs)

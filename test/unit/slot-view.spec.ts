@@ -64,7 +64,7 @@ describe('SlotView: what one read of the slot holders allows', () => {
     }
   });
 
-  it('groups: a group with every slot taken is full; others get their lowest free slot; no group, no group slot', () => {
+  it('groups: a group with every slot taken is full; others get a free slot of their own; no group, no group slot', () => {
     const limits = { groupConcurrency: 2 };
     const view = new SlotView(
       'n',
@@ -79,7 +79,7 @@ describe('SlotView: what one read of the slot holders allows', () => {
     expect(view.fullGroups()).toEqual(['a']);
     expect(view.freeGroupSlot('a')).toBeNull();
     expect(view.freeGroupSlot('b')).toBe(groupSlotKey('n', 'b', 1));
-    expect(view.freeGroupSlot('c')).toBe(groupSlotKey('n', 'c', 0));
+    expect([0, 1].map((i) => groupSlotKey('n', 'c', i))).toContain(view.freeGroupSlot('c'));
     expect(view.freeGroupSlot(undefined)).toBeUndefined();
   });
 
