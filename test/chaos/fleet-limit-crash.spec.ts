@@ -28,6 +28,7 @@ describe('chaos: a fleet-wide limit while worker processes are SIGKILLed', () =>
       recordUri: testMongoUri(),
       dbName,
       jobs: { leaseMs: LEASE_MS, pollIntervalMs: 50, concurrency: 3, shutdownGraceMs: 5_000 },
+      limited: true,
     });
   });
 

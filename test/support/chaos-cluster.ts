@@ -16,6 +16,11 @@ export interface ChaosClusterOptions {
   jobs: JobsModuleOptions;
   /** Extra `MongooseModule.forRoot` options (driver timeouts for fast failure and recovery). */
   mongoose?: Record<string, unknown>;
+  /**
+   * Also register `chaos.limited` (the same work under `globalConcurrency: 2`). Off by default: a limited name changes
+   * how every claim is made (limited names are claimed on their own), which the other chaos scenarios do not test.
+   */
+  limited?: boolean;
 }
 
 export interface UnexpectedExit {
@@ -141,6 +146,7 @@ export class ChaosCluster {
         CHAOS_WORKER_ID: id,
         CHAOS_JOBS_OPTIONS: JSON.stringify(this.options.jobs),
         CHAOS_MONGOOSE_OPTIONS: JSON.stringify(this.options.mongoose ?? {}),
+        CHAOS_LIMITED: this.options.limited ? '1' : '',
       },
     });
     const worker = new ChaosWorker(id, child, (line) => {

@@ -9,6 +9,7 @@
 //   CHAOS_WORKER_ID    workerId option
 //   CHAOS_JOBS_OPTIONS JSON of JobsModule.forRoot options
 //   CHAOS_MONGOOSE_OPTIONS JSON of extra MongooseModule.forRoot options (driver timeouts)
+//   CHAOS_LIMITED      (optional) '1': also register chaos.limited (globalConcurrency 2)
 //   CHAOS_PACKAGE      (optional) absolute path of the package to load instead of dist/, e.g. a deliberately
 //                      broken copy, to check that the chaos tests catch the breakage
 //
@@ -18,7 +19,7 @@
 'use strict';
 
 require('reflect-metadata');
-const { Injectable, Module } = require('@nestjs/common');
+const { Inject, Injectable, Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
 const { MongooseModule } = require('@nestjs/mongoose');
 const { MongoClient } = require('mongodb');
@@ -121,17 +122,25 @@ JobHandler('chaos.sleep')(
   'sleep',
   Object.getOwnPropertyDescriptor(ChaosHandlers.prototype, 'sleep'),
 );
-// The same work under a fleet-wide limit: at most 2 executions at once across every worker process.
-// A method of its own: the handler metadata is kept on the method function.
-ChaosHandlers.prototype.limited = function limited(payload, ctx) {
-  return this.sleep(payload, ctx);
-};
-JobHandler('chaos.limited', { globalConcurrency: 2 })(
-  ChaosHandlers.prototype,
-  'limited',
-  Object.getOwnPropertyDescriptor(ChaosHandlers.prototype, 'limited'),
-);
 Injectable()(ChaosHandlers);
+
+// The same work under a fleet-wide limit: at most 2 executions at once across every worker process.
+class LimitedChaosHandlers {
+  constructor(handlers) {
+    this.handlers = handlers;
+  }
+
+  limited(payload, ctx) {
+    return this.handlers.sleep(payload, ctx);
+  }
+}
+JobHandler('chaos.limited', { globalConcurrency: 2 })(
+  LimitedChaosHandlers.prototype,
+  'limited',
+  Object.getOwnPropertyDescriptor(LimitedChaosHandlers.prototype, 'limited'),
+);
+Injectable()(LimitedChaosHandlers);
+Inject(ChaosHandlers)(LimitedChaosHandlers, undefined, 0);
 
 class ChaosWorkerModule {}
 Module({
@@ -139,7 +148,7 @@ Module({
     MongooseModule.forRoot(env('CHAOS_JOBS_URI'), { dbName, ...mongooseOptions }),
     JobsModule.forRoot({ workerId, ...jobsOptions }),
   ],
-  providers: [ChaosHandlers],
+  providers: process.env.CHAOS_LIMITED === '1' ? [ChaosHandlers, LimitedChaosHandlers] : [ChaosHandlers],
 })(ChaosWorkerModule);
 
 /** Set once the app is up; until then there is nothing to shut down gracefully. */
