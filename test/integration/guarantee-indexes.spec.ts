@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import type { MongoClient } from 'mongodb';
 import type { Connection } from 'mongoose';
+import { GUARANTEE_INDEXES } from '../../lib/persistence/guarantee-indexes';
 import { JobIndexes } from '../../lib/persistence/job-indexes.service';
 import { createJobsTestApp } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -36,13 +37,19 @@ describe('indexes the guarantees depend on', () => {
     { what: 'a non-unique index under the dedupe index name', field: 'dedupeScope', name: 'dedupe_scope' },
     { what: 'a non-unique index on the dedupe scope under another name', field: 'dedupeScope', name: 'by_scope' },
     { what: 'a non-unique index under the schedule index name', field: 'scheduleKey', name: 'schedule' },
+    {
+      what: 'a non-unique index under the concurrency slot index name',
+      field: 'concurrencySlot',
+      name: 'concurrency_slot',
+    },
+    { what: 'a non-unique index on the group slot under another name', field: 'groupSlot', name: 'by_group_slot' },
   ])('fail bootstrap with IndexConflictError naming the index when there is $what', async ({ field, name }) => {
     const dbName = freshDb('idx_conflict');
     await client
       .db(dbName)
       .collection('jobs')
       .createIndex({ [field]: 1 }, { name });
-    const expectedIndex = field === 'dedupeScope' ? 'dedupe_scope' : 'schedule';
+    const expectedIndex = GUARANTEE_INDEXES.find((index) => index.field === field)?.name;
     const boot = createJobsTestApp({ dbName, options: { worker: false } });
     await expect(boot).rejects.toMatchObject({ name: 'IndexConflictError', indexName: expectedIndex });
     await expect(boot).rejects.toThrow(new RegExp(`"${name}".*dropIndex\\('${name}'\\)`, 's'));

@@ -6,6 +6,8 @@ export interface LimitRecord {
   name: string;
   group?: string;
   seq?: number;
+  /** The workerId of the process that ran it. */
+  worker?: string;
   start: number;
   /** Missing while the handler runs, or when its process was killed. */
   end?: number;
