@@ -7,13 +7,15 @@ import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits';
 import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim';
+import type { ClaimScope, ClaimSource } from '../persistence/claim-queries';
 import { classifyWriteError, isDocumentUpdateError } from '../persistence/database-errors';
 import type { JobDocument } from '../persistence/job.schema';
-import { type ClaimScope, type ClaimSource, JobsRepository } from '../persistence/jobs.repository';
+import { JobsRepository } from '../persistence/jobs.repository';
 import { JobRetention } from '../retention/job-retention.service';
 import type { ClaimedJob } from '../types/claimed-job';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
+import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips';
 import { LockIdSequence } from './lock-id';
 import { SetAsideIds } from './set-aside-ids';
 
@@ -34,8 +36,6 @@ const RECLAIM_FIRST: readonly ClaimSource[] = ['running', 'pending'];
 const PENDING_ONLY: readonly ClaimSource[] = ['pending'];
 /** Tries of one limited name's claim that another claimer beat to a slot or row, before the claim gives up. */
 const LIMITED_CLAIM_TRIES = 3;
-/** In the claim order of `claimNext`, every name without fleet-wide limits, claimed together. */
-const UNLIMITED = Symbol('unlimited names');
 
 /**
  * Rows refused by the server that one claim step sets aside with no claim in between; then the step throws, so a
@@ -66,17 +66,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   private readonly settingAside = new Map<string, Promise<string | null>>();
   /** Names with fleet-wide limits among those this process runs (set at bootstrap), each claimed on its own. */
   private limited = new Map<string, FleetLimits>();
-  /** Limited names found at their limit, until when (epoch ms) claims skip them (cleared by `slotFreed`). */
-  private readonly fullUntil = new Map<string, number>();
-  /**
-   * Limited names found with nothing due, until when (epoch ms) claims skip them (cleared by `jobsArrived`): like an
-   * empty poll, so that an idle limited name costs no query per claim of the others.
-   */
-  private readonly emptyUntil = new Map<string | typeof UNLIMITED, number>();
-  /** Counts `jobsArrived` calls: a claim that started before an arrival must not mark its names empty after it. */
-  private arrivals = 0;
-  /** Per limited name, when a search for its expired leases last came back empty (epoch ms). */
-  private readonly limitedReclaimAt = new Map<string, number>();
+  /** Which limited names (and the unlimited ones beside them) claims skip until the next poll. */
+  private readonly skips: ClaimSkips;
   /** Rotates the claim order over the unlimited names and each limited one, so that none is starved. */
   private turn = 0;
 
@@ -89,6 +80,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     private readonly limitedClaim: LimitedClaim,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
+    this.skips = new ClaimSkips(options.pollIntervalMs);
   }
 
   /**
@@ -105,13 +97,12 @@ export class JobClaimService implements OnApplicationBootstrap {
 
   /** An execution of `name` in this process ended: a limited name found full is worth a claim again. */
   slotFreed(name: string): void {
-    this.fullUntil.delete(name);
+    this.skips.slotFreed(name);
   }
 
   /** A job was enqueued (or revived) in this process: limited names found empty are worth a claim again. */
   jobsArrived(): void {
-    this.arrivals += 1;
-    this.emptyUntil.clear();
+    this.skips.jobsArrived();
   }
 
   /** Every name with a handler here, or `runOnly`. */
@@ -139,7 +130,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     if (names.length === 0) return null;
     if (this.limited.size === 0) return this.claimUnlimited(names);
     const unlimited = names.filter((name) => !this.limited.has(name));
-    const order: (string | typeof UNLIMITED)[] = names.filter((name) => this.limited.has(name));
+    const order: ClaimEntry[] = names.filter((name) => this.limited.has(name));
     if (unlimited.length > 0) order.push(UNLIMITED);
     this.turn = (this.turn + 1) % order.length;
     // A limited name whose claim throws is skipped until the next poll, and the others are still asked: one failing
@@ -153,7 +144,7 @@ export class JobClaimService implements OnApplicationBootstrap {
         try {
           claim = await this.claimLimited(entry);
         } catch (error) {
-          this.markFull(entry);
+          this.skips.markFull(entry);
           failure ??= { name: entry, error };
         }
       }
@@ -174,10 +165,10 @@ export class JobClaimService implements OnApplicationBootstrap {
    * so that claims of a busy limited name do not each pay an empty claim of them too.
    */
   private async claimUnlimitedBeside(names: string[]): Promise<ClaimedJob | null> {
-    if ((this.emptyUntil.get(UNLIMITED) ?? 0) > Date.now()) return null;
-    const arrivals = this.arrivals;
+    if (this.skips.isSkipped(UNLIMITED)) return null;
+    const arrivals = this.skips.arrivals;
     const claim = await this.claimUnlimited(names);
-    if (!claim) this.markEmpty(UNLIMITED, arrivals);
+    if (!claim) this.skips.markEmpty(UNLIMITED, arrivals);
     return claim;
   }
 
@@ -205,15 +196,10 @@ export class JobClaimService implements OnApplicationBootstrap {
    * `failed`, like a refused row of any name; a refusal that names no row is logged and the name skipped likewise.
    */
   private async claimLimited(name: string): Promise<ClaimedJob | null> {
-    if (this.skipped(name, Date.now())) return null;
-    const arrivals = this.arrivals;
+    if (this.skips.isSkipped(name)) return null;
+    const arrivals = this.skips.arrivals;
     const limits = this.limited.get(name) as FleetLimits;
-    // One search for its expired leases per poll interval, even with several claims of it in flight: the time is set
-    // when a search starts, and cleared when one finds a row (more may be expired: the next claim searches again).
-    const reclaimDue =
-      Date.now() - (this.limitedReclaimAt.get(name) ?? Number.NEGATIVE_INFINITY) >= this.options.pollIntervalMs;
-    if (reclaimDue) this.limitedReclaimAt.set(name, Date.now());
-    for (const source of reclaimDue ? RECLAIM_FIRST : PENDING_ONLY) {
+    for (const source of this.skips.startReclaimSearch(name) ? RECLAIM_FIRST : PENDING_ONLY) {
       for (let contended = 0; contended < LIMITED_CLAIM_TRIES; ) {
         const at = now();
         const lockId = this.lockIds.next();
@@ -233,25 +219,25 @@ export class JobClaimService implements OnApplicationBootstrap {
           this.logger.error(
             `Claiming a job of "${name}" was refused by the server: ${error.message}; skipping it this poll`,
           );
-          this.markFull(name);
+          this.skips.markFull(name);
           return null;
         }
         if (result.kind === 'taken') {
           const claim = { doc: result.doc, lockId };
-          if (result.reclaimed) this.limitedReclaimAt.delete(name);
+          if (result.reclaimed) this.skips.reclaimFound(name);
           if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
         } else if (result.kind === 'refused') {
           // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
           await this.setAsideRefused(result, name);
           contended += 1;
         } else if (result.kind === 'full') {
-          this.markFull(name);
+          this.skips.markFull(name);
           return null;
         } else if (result.kind === 'none') break;
         else contended += 1;
       }
     }
-    this.markEmpty(name, arrivals);
+    this.skips.markEmpty(name, arrivals);
     return null;
   }
 
@@ -262,15 +248,6 @@ export class JobClaimService implements OnApplicationBootstrap {
   ): Promise<string | null> {
     await this.assertRefusalIsAboutARow(source, error, [name]);
     return this.setAside(source, { _id: id, name }, error.message, now());
-  }
-
-  /** Skips `entry` until the next poll, unless a job arrived since the claim that found it empty began. */
-  private markEmpty(entry: string | typeof UNLIMITED, arrivalsAtStart: number): void {
-    if (this.arrivals === arrivalsAtStart) this.emptyUntil.set(entry, Date.now() + this.options.pollIntervalMs);
-  }
-
-  private markFull(name: string): void {
-    this.fullUntil.set(name, Date.now() + this.options.pollIntervalMs);
   }
 
   /**
@@ -284,13 +261,8 @@ export class JobClaimService implements OnApplicationBootstrap {
     const names = excludedNames.length === 0 ? this.runnable : this.runnable.filter((n) => !excludedNames.includes(n));
     if (this.limited.size === 0) return names;
     const at = Date.now();
-    const unlimitedSkipped = (this.emptyUntil.get(UNLIMITED) ?? 0) > at;
-    return names.filter((name) => (this.limited.has(name) ? !this.skipped(name, at) : !unlimitedSkipped));
-  }
-
-  /** Whether a limited name is skipped until the next poll (found full or empty). */
-  private skipped(name: string, at: number): boolean {
-    return Math.max(this.fullUntil.get(name) ?? 0, this.emptyUntil.get(name) ?? 0) > at;
+    const unlimitedSkipped = this.skips.isSkipped(UNLIMITED, at);
+    return names.filter((name) => (this.limited.has(name) ? !this.skips.isSkipped(name, at) : !unlimitedSkipped));
   }
 
   /**

@@ -1,10 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import type { mongo, Types } from 'mongoose';
+import type { ClaimSource, SlotClaim, SlotField } from '../persistence/claim-queries';
 import { isDocumentUpdateError } from '../persistence/database-errors';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
 import type { JobDocument } from '../persistence/job.schema';
-import { type ClaimSource, JobsRepository, type SlotClaim, type SlotField } from '../persistence/jobs.repository';
+import { JobsRepository } from '../persistence/jobs.repository';
 import type { FleetLimits } from './fleet-limits';
 import { RateTokensRepository, type TakenToken } from './rate-tokens.repository';
 import { slotPrefix } from './slot-keys';

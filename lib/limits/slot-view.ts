@@ -1,4 +1,4 @@
-import type { SlotHolder } from '../persistence/jobs.repository';
+import type { SlotHolder } from '../persistence/claim-queries';
 import type { FleetLimits } from './fleet-limits';
 import { concurrencySlotKey, concurrencySlotKeys, groupSlotKey, parseGroupSlotKey } from './slot-keys';
 

@@ -8,6 +8,20 @@ import type { JobListQuery } from '../query/list-jobs-options';
 import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window';
 import type { NewJobDocument } from '../types/new-job-document';
 import { addMs } from '../utils/clock';
+import {
+  CLAIM_SOURCES,
+  type ClaimScope,
+  type ClaimSource,
+  dueFilter,
+  escapeRegex,
+  namesFilter,
+  SLOT_HOLDER_FIELDS,
+  type SlotClaim,
+  type SlotField,
+  type SlotHolder,
+  scopeFilter,
+  withSlots,
+} from './claim-queries';
 import { dedupeScope } from './dedupe-scope';
 import { clashedIndex, codeOf, DUPLICATE_KEY, duplicateKeyErrorsOnly, isClashOn } from './duplicate-key';
 import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
@@ -26,8 +40,6 @@ const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeScope: '' } as const;
  * owner elsewhere may still run (`retry` makes the job due no earlier), and it keeps counting against the limits.
  */
 const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '' } as const;
-const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
-const RECLAIM_SORT = { lockedUntil: 1, _id: 1 } as const;
 const LIVE: JobStatus[] = ['pending', 'running'];
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 /** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
@@ -781,40 +793,6 @@ function leaseRenewal(
   };
 }
 
-/** The fields holding a row's fleet-limit slots. */
-export type SlotField = 'concurrencySlot' | 'groupSlot';
-
-/** The slots a limited name's claim takes with the row, in the same write (the unique indexes arbitrate). */
-export interface SlotClaim {
-  concurrencySlot?: string;
-  groupSlot?: string;
-}
-
-/** A row holding a slot, as `findSlotHolders` reads it. */
-export type SlotHolder = Pick<
-  JobDocument,
-  '_id' | 'status' | 'lockedUntil' | 'concurrencySlot' | 'groupSlot' | 'group' | 'attemptCount' | 'maxAttempts'
->;
-
-const SLOT_HOLDER_FIELDS = {
-  status: 1,
-  lockedUntil: 1,
-  concurrencySlot: 1,
-  groupSlot: 1,
-  group: 1,
-  attemptCount: 1,
-  maxAttempts: 1,
-} as const;
-
-function withSlots(update: mongo.UpdateFilter<JobDocument>, slots?: SlotClaim): mongo.UpdateFilter<JobDocument> {
-  if (slots === undefined) return update;
-  return { ...update, $set: { ...update.$set, ...slots } };
-}
-
-function escapeRegex(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
 /** One lease renewal of a `renewLeases` command. */
 export interface LeaseRenewal {
   id: Types.ObjectId;
@@ -873,49 +851,6 @@ function owned(id: Types.ObjectId, lockId: string): mongo.Filter<JobDocument> {
   return { _id: id, lockedBy: lockId, status: 'running' };
 }
 
-/** What a claim may take: rows with one of `names`, except the ids set aside in memory. */
-export interface ClaimScope {
-  names: string[];
-  skipIds: readonly Types.ObjectId[];
-  /** Only rows of this group (null: rows without one); absent: any group. */
-  group?: string | null;
-}
-
-/** Where a claim step takes rows from: due `pending` rows, or `running` rows whose lease ran out. */
-export type ClaimSource = 'pending' | 'running';
-
-/** What differs between a claim and a reclaim: which rows, in which order, and the write that takes one. */
-const CLAIM_SOURCES: Record<
-  ClaimSource,
-  {
-    filter: (now: Date) => mongo.Filter<JobDocument>;
-    sort: mongo.Sort;
-    update: (now: Date, lockId: string, lockedUntil: Date) => mongo.UpdateFilter<JobDocument>;
-  }
-> = {
-  pending: { filter: dueFilter, sort: CLAIM_SORT, update: claimUpdate },
-  running: { filter: expiredFilter, sort: RECLAIM_SORT, update: reclaimUpdate },
-};
-
-function dueFilter(now: Date): mongo.Filter<JobDocument> {
-  return { status: 'pending', runAt: { $lte: now } };
-}
-
-function expiredFilter(now: Date): mongo.Filter<JobDocument> {
-  return { status: 'running', lockedUntil: { $lte: now } };
-}
-
-function namesFilter(names: string[]): mongo.Filter<JobDocument> {
-  return { name: { $in: names } };
-}
-
-function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
-  const filter = namesFilter(scope.names);
-  if (scope.skipIds.length > 0) filter._id = { $nin: [...scope.skipIds] };
-  if (scope.group !== undefined) filter.group = scope.group === null ? { $exists: false } : scope.group;
-  return filter;
-}
-
 /** A row that cannot run as stored: failed, with the reason, its lease and dedupe scope released. */
 function failedUpdate(reason: string, now: Date, expiresAt?: Date): mongo.UpdateFilter<JobDocument> {
   return {
@@ -948,24 +883,4 @@ export interface PurgeFilter {
 export interface DeleteBatch {
   found: number;
   deleted: number;
-}
-
-function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
-  const attempt: JobAttempt = {
-    at: now,
-    error: 'Lease expired before the previous attempt finished',
-    errorClass: 'LeaseExpired',
-  };
-  return {
-    $set: { lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now, lastError: attempt.error },
-    $inc: { attemptCount: 1, fencingToken: 1 },
-    $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
-  };
-}
-
-function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
-  return {
-    $set: { status: 'running', lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now },
-    $inc: { fencingToken: 1 },
-  };
 }

@@ -1,0 +1,110 @@
+import type { mongo, Types } from 'mongoose';
+import { MAX_ATTEMPT_HISTORY } from '../jobs.constants';
+import type { JobDocument } from './job.schema';
+import type { JobAttempt } from './job.types';
+
+/**
+ * How a claim finds and takes a row: the filters, sorts and updates of a claim (`pending`) and a reclaim (`running`),
+ * the scope of names and set-aside ids, and the fleet-limit slots a claim takes in the same write. Only
+ * `JobsRepository` runs these queries; the types are shared with the claim services.
+ */
+
+const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;
+const RECLAIM_SORT = { lockedUntil: 1, _id: 1 } as const;
+
+/** What a claim may take: rows with one of `names`, except the ids set aside in memory. */
+export interface ClaimScope {
+  names: string[];
+  skipIds: readonly Types.ObjectId[];
+  /** Only rows of this group (null: rows without one); absent: any group. */
+  group?: string | null;
+}
+
+/** Where a claim step takes rows from: due `pending` rows, or `running` rows whose lease ran out. */
+export type ClaimSource = 'pending' | 'running';
+
+/** What differs between a claim and a reclaim: which rows, in which order, and the write that takes one. */
+export const CLAIM_SOURCES: Record<
+  ClaimSource,
+  {
+    filter: (now: Date) => mongo.Filter<JobDocument>;
+    sort: mongo.Sort;
+    update: (now: Date, lockId: string, lockedUntil: Date) => mongo.UpdateFilter<JobDocument>;
+  }
+> = {
+  pending: { filter: dueFilter, sort: CLAIM_SORT, update: claimUpdate },
+  running: { filter: expiredFilter, sort: RECLAIM_SORT, update: reclaimUpdate },
+};
+
+export function dueFilter(now: Date): mongo.Filter<JobDocument> {
+  return { status: 'pending', runAt: { $lte: now } };
+}
+
+function expiredFilter(now: Date): mongo.Filter<JobDocument> {
+  return { status: 'running', lockedUntil: { $lte: now } };
+}
+
+export function namesFilter(names: string[]): mongo.Filter<JobDocument> {
+  return { name: { $in: names } };
+}
+
+export function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
+  const filter = namesFilter(scope.names);
+  if (scope.skipIds.length > 0) filter._id = { $nin: [...scope.skipIds] };
+  if (scope.group !== undefined) filter.group = scope.group === null ? { $exists: false } : scope.group;
+  return filter;
+}
+
+function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
+  const attempt: JobAttempt = {
+    at: now,
+    error: 'Lease expired before the previous attempt finished',
+    errorClass: 'LeaseExpired',
+  };
+  return {
+    $set: { lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now, lastError: attempt.error },
+    $inc: { attemptCount: 1, fencingToken: 1 },
+    $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
+  };
+}
+
+function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
+  return {
+    $set: { status: 'running', lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now },
+    $inc: { fencingToken: 1 },
+  };
+}
+
+/** The fields holding a row's fleet-limit slots. */
+export type SlotField = 'concurrencySlot' | 'groupSlot';
+
+/** The slots a limited name's claim takes with the row, in the same write (the unique indexes arbitrate). */
+export interface SlotClaim {
+  concurrencySlot?: string;
+  groupSlot?: string;
+}
+
+/** A row holding a slot, as `findSlotHolders` reads it. */
+export type SlotHolder = Pick<
+  JobDocument,
+  '_id' | 'status' | 'lockedUntil' | 'concurrencySlot' | 'groupSlot' | 'group' | 'attemptCount' | 'maxAttempts'
+>;
+
+export const SLOT_HOLDER_FIELDS = {
+  status: 1,
+  lockedUntil: 1,
+  concurrencySlot: 1,
+  groupSlot: 1,
+  group: 1,
+  attemptCount: 1,
+  maxAttempts: 1,
+} as const;
+
+export function withSlots(update: mongo.UpdateFilter<JobDocument>, slots?: SlotClaim): mongo.UpdateFilter<JobDocument> {
+  if (slots === undefined) return update;
+  return { ...update, $set: { ...update.$set, ...slots } };
+}
+
+export function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
