@@ -1,16 +1,5 @@
 import type { OnModuleDestroy } from '@nestjs/common';
-import type {
-  Attributes,
-  BatchObservableCallback,
-  Context,
-  Counter,
-  Histogram,
-  Link,
-  Meter,
-  ObservableGauge,
-  Span,
-  Tracer,
-} from '@opentelemetry/api';
+import type { Attributes, Context, Counter, Histogram, Link, Span, Tracer } from '@opentelemetry/api';
 import { JobCancelledError } from '../errors/job-cancelled.error';
 import { JobTimeoutError } from '../errors/job-timeout.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
@@ -20,20 +9,18 @@ import type { JobDocument } from '../persistence/job.schema';
 import type { JobsRepository } from '../persistence/jobs.repository';
 import type { NewJobDocument } from '../types/new-job-document';
 import { errorInfo } from '../utils/error-info';
+import { JobCountGauges } from './job-count-gauges';
 import type { AttemptTelemetry, JobsTelemetry } from './jobs-telemetry';
 import type { OpenTelemetryApi } from './opentelemetry-api.loader';
 import * as names from './telemetry-names';
 
-type CountRow = Awaited<ReturnType<JobsRepository['countByNameAndStatus']>>[number];
-
 /**
  * `JobsTelemetry` on the OpenTelemetry API: tracer and meter come from the globally registered providers (the
  * API's no-op ones until the app registers an SDK). Spans follow the messaging conventions with the job name as
- * destination; the pending/running gauges read the collection at most once per `metricsIntervalMs`.
+ * destination; the pending/running gauges are `JobCountGauges`.
  */
 export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestroy {
   private readonly tracer: Tracer;
-  private readonly meter: Meter;
   private readonly sent: Counter;
   private readonly consumed: Counter;
   private readonly processDuration: Histogram;
@@ -41,27 +28,21 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
   private readonly queueWait: Histogram;
   private readonly renewals: Counter;
   private readonly losses: Counter;
-  private readonly pending: ObservableGauge;
-  private readonly runningGauge: ObservableGauge;
+  private readonly gauges: JobCountGauges;
   /** Attributes per job name (and per operation), built once: metrics are recorded per attempt. */
   private readonly nameAttributes = new Map<string, Attributes>();
   private readonly sendAttributes = new Map<string, Attributes>();
   private readonly processAttributes = new Map<string, Attributes>();
-  /** Names the gauges reported once: they keep reporting them (as 0 when no row is left), so a drained queue shows 0. */
-  private readonly gaugedNames = new Set<string>();
-  private counts: CountRow[] = [];
-  private countsReadAt = Number.NEGATIVE_INFINITY;
-  private countsReading: Promise<void> | undefined;
 
   constructor(
     private readonly api: OpenTelemetryApi,
-    private readonly repository: Pick<JobsRepository, 'countByNameAndStatus'>,
+    repository: Pick<JobsRepository, 'countByNameAndStatus'>,
     private readonly workerId: string,
-    private readonly metricsIntervalMs: number,
+    metricsIntervalMs: number,
   ) {
     this.tracer = api.trace.getTracer(names.INSTRUMENTATION_SCOPE);
     const meter = api.metrics.getMeter(names.INSTRUMENTATION_SCOPE);
-    this.meter = meter;
+    this.gauges = new JobCountGauges(meter, repository, metricsIntervalMs, (name) => this.attributesOf(name));
     const durationAdvice = { advice: { explicitBucketBoundaries: names.DURATION_BUCKETS_S } };
     this.sent = meter.createCounter(names.METRIC_SENT_MESSAGES, {
       unit: '{message}',
@@ -93,19 +74,10 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
       unit: '{lease}',
       description: 'Leases this worker lost while running a job.',
     });
-    this.pending = meter.createObservableGauge(names.METRIC_PENDING, {
-      unit: '{job}',
-      description: 'Pending jobs per name (read at most once per metricsIntervalMs).',
-    });
-    this.runningGauge = meter.createObservableGauge(names.METRIC_RUNNING, {
-      unit: '{job}',
-      description: 'Running jobs per name (read at most once per metricsIntervalMs).',
-    });
-    meter.addBatchObservableCallback(this.observeCounts, [this.pending, this.runningGauge]);
   }
 
   onModuleDestroy(): void {
-    this.meter.removeBatchObservableCallback(this.observeCounts, [this.pending, this.runningGauge]);
+    this.gauges.close();
   }
 
   async traceSend<T>(
@@ -267,39 +239,6 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
       ...this.attributesOf(name),
       [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_PROCESS,
     }));
-  }
-
-  /** Reports the last counts read; reads them again first when they are older than `metricsIntervalMs`. */
-  private readonly observeCounts: BatchObservableCallback = async (observer) => {
-    if (Date.now() - this.countsReadAt >= this.metricsIntervalMs) {
-      this.countsReading ??= this.readCounts().finally(() => {
-        this.countsReading = undefined;
-      });
-      await this.countsReading;
-    }
-    const pending = new Map<string, number>();
-    const running = new Map<string, number>();
-    for (const row of this.counts) {
-      const counts = row._id.status === 'pending' ? pending : row._id.status === 'running' ? running : undefined;
-      if (!counts) continue;
-      counts.set(row._id.name, row.count);
-      this.gaugedNames.add(row._id.name);
-    }
-    for (const name of this.gaugedNames) {
-      const attributes = this.attributesOf(name);
-      observer.observe(this.pending, pending.get(name) ?? 0, attributes);
-      observer.observe(this.runningGauge, running.get(name) ?? 0, attributes);
-    }
-  };
-
-  private async readCounts(): Promise<void> {
-    try {
-      this.counts = await this.repository.countByNameAndStatus();
-    } catch {
-      // Reported as before until the next interval: a failing read is not retried on every export.
-    } finally {
-      this.countsReadAt = Date.now();
-    }
   }
 }
 
