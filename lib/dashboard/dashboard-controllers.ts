@@ -46,8 +46,8 @@ const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfi
 
 /**
  * The dashboard's controllers for one `forRoot`: a class per call, so its path, guard and payload rule are its own.
- * Reads, and (unless `readOnly`) the state-changing calls behind the extra `DashboardRequestGuard`;
- * `routeMetadata` on every class and handler.
+ * Reads, and (unless `readOnly`) the state-changing calls behind the extra `DashboardRequestGuard` (header, JSON body,
+ * same origin); `routeMetadata` on every class and handler.
  */
 export function createDashboardControllers(options: ResolvedDashboardOptions): Type<unknown>[] {
   const guards = options.guard ? [options.guard] : [];
@@ -83,7 +83,7 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
   }
 
   @Controller(`${options.path}/api`)
-  @UseGuards(...guards, DashboardRequestGuard)
+  @UseGuards(...guards, new DashboardRequestGuard(options.allowedOrigins))
   @UseFilters(JobsExceptionFilter)
   @DashboardRouteMetadata(options.routeMetadata)
   class JobsDashboardActionsController {

@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
+import { resolveAllowedOrigins } from './allowed-origins';
 import { resolveRouteMetadata } from './route-metadata';
 
 /** Options of `JobsDashboardModule.forRoot`. */
@@ -27,6 +28,13 @@ export interface JobsDashboardOptions {
    * @default {}
    */
   routeMetadata?: Readonly<Record<string, unknown>>;
+  /**
+   * Other origins (`scheme://host[:port]`, as a browser's `Origin` header spells them) whose pages may make the
+   * state-changing calls (retry, cancel, bulk retry, purge). The dashboard's own origin needs no entry; every other
+   * cross-site call is refused with 403 whatever the app's CORS settings.
+   * @default []
+   */
+  allowedOrigins?: readonly string[];
 }
 
 /** The options with defaults applied; `path` has no leading or trailing slash. */
@@ -36,6 +44,7 @@ export interface ResolvedDashboardOptions {
   readOnly: boolean;
   showPayloads: boolean;
   routeMetadata: Readonly<Record<string, unknown>>;
+  allowedOrigins: ReadonlySet<string>;
 }
 
 const DASHBOARD_OPTION_KEYS: readonly string[] = [
@@ -45,6 +54,7 @@ const DASHBOARD_OPTION_KEYS: readonly string[] = [
   'readOnly',
   'showPayloads',
   'routeMetadata',
+  'allowedOrigins',
 ];
 /** URL path segments of unreserved characters only: no `..`, query, fragment or route pattern syntax. */
 const PATH_PATTERN = /^(?!.*(?:^|\/)\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
@@ -81,5 +91,6 @@ export function resolveDashboardOptions(options: JobsDashboardOptions = {}): Res
     readOnly,
     showPayloads,
     routeMetadata: resolveRouteMetadata(options.routeMetadata),
+    allowedOrigins: resolveAllowedOrigins(options.allowedOrigins),
   };
 }
