@@ -36,6 +36,7 @@ import { type DashboardJobRecord, dashboardRecord } from './dashboard-record';
 import { DashboardRequestGuard } from './dashboard-request.guard';
 import { findDashboardJob } from './find-job';
 import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
+import { DashboardRouteMetadata } from './route-metadata';
 
 /** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
 /** Jobs one `POST purge` deletes at most (as bulk retry's cap: a request's work is bounded). */
@@ -45,7 +46,8 @@ const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfi
 
 /**
  * The dashboard's controllers for one `forRoot`: a class per call, so its path, guard and payload rule are its own.
- * Reads, and (unless `readOnly`) the state-changing calls behind the extra `DashboardRequestGuard`.
+ * Reads, and (unless `readOnly`) the state-changing calls behind the extra `DashboardRequestGuard` (header, JSON body,
+ * same origin); `routeMetadata` on every class and handler.
  */
 export function createDashboardControllers(options: ResolvedDashboardOptions): Type<unknown>[] {
   const guards = options.guard ? [options.guard] : [];
@@ -54,6 +56,7 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
   @Controller(`${options.path}/api`)
   @UseGuards(...guards)
   @UseFilters(JobsExceptionFilter)
+  @DashboardRouteMetadata(options.routeMetadata)
   class JobsDashboardReadController {
     constructor(@Inject(JobsService) private readonly jobs: JobsService) {}
 
@@ -80,8 +83,9 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
   }
 
   @Controller(`${options.path}/api`)
-  @UseGuards(...guards, DashboardRequestGuard)
+  @UseGuards(...guards, new DashboardRequestGuard(options.allowedOrigins))
   @UseFilters(JobsExceptionFilter)
+  @DashboardRouteMetadata(options.routeMetadata)
   class JobsDashboardActionsController {
     constructor(@Inject(JobsService) private readonly jobs: JobsService) {}
 

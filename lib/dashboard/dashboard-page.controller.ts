@@ -11,6 +11,7 @@ import {
 } from '@nestjs/common';
 import { loadDashboardPage } from './dashboard-page';
 import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
+import { DashboardRouteMetadata } from './route-metadata';
 
 /** Same-origin only: the page runs its own script and styles and talks to its own API, nothing inline or remote. */
 const CONTENT_SECURITY_POLICY =
@@ -23,6 +24,7 @@ export function createDashboardPageController(options: ResolvedDashboardOptions)
 
   @Controller(options.path)
   @UseGuards(...guards)
+  @DashboardRouteMetadata(options.routeMetadata)
   class JobsDashboardPageController {
     @Get()
     @Header('Content-Type', 'text/html; charset=utf-8')

@@ -1,6 +1,8 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error';
 import { InvalidOptionError } from '../errors/invalid-option.error';
+import { resolveAllowedOrigins } from './allowed-origins';
+import { resolveRouteMetadata } from './route-metadata';
 
 /** Options of `JobsDashboardModule.forRoot`. */
 export interface JobsDashboardOptions {
@@ -18,6 +20,21 @@ export interface JobsDashboardOptions {
   readOnly?: boolean;
   /** Include jobs' `payload` and `result` in answers (they may hold personal data or secrets). @default false */
   showPayloads?: boolean;
+  /**
+   * Metadata set on every dashboard controller class and every route handler (page, assets and API), as
+   * `@SetMetadata(key, value)` on both would, for guards that read route metadata, e.g. `{ roles: ['admin'] }` for a
+   * `RolesGuard`, or `{ [Roles.KEY]: ['admin'] }` for a decorator made with `Reflector.createDecorator`. A plain object
+   * with non-empty string keys, none of them one of Nest's own metadata keys (`path`, `__guards__`, …).
+   * @default {}
+   */
+  routeMetadata?: Readonly<Record<string, unknown>>;
+  /**
+   * Other origins (`scheme://host[:port]`, as a browser's `Origin` header spells them) whose pages may make the
+   * state-changing calls (retry, cancel, bulk retry, purge). The dashboard's own origin needs no entry; every other
+   * cross-site call is refused with 403 whatever the app's CORS settings.
+   * @default []
+   */
+  allowedOrigins?: readonly string[];
 }
 
 /** The options with defaults applied; `path` has no leading or trailing slash. */
@@ -26,9 +43,19 @@ export interface ResolvedDashboardOptions {
   guard: Type<CanActivate> | null;
   readOnly: boolean;
   showPayloads: boolean;
+  routeMetadata: Readonly<Record<string, unknown>>;
+  allowedOrigins: ReadonlySet<string>;
 }
 
-const DASHBOARD_OPTION_KEYS: readonly string[] = ['path', 'guard', 'allowAnonymous', 'readOnly', 'showPayloads'];
+const DASHBOARD_OPTION_KEYS: readonly string[] = [
+  'path',
+  'guard',
+  'allowAnonymous',
+  'readOnly',
+  'showPayloads',
+  'routeMetadata',
+  'allowedOrigins',
+];
 /** URL path segments of unreserved characters only: no `..`, query, fragment or route pattern syntax. */
 const PATH_PATTERN = /^(?!.*(?:^|\/)\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
 
@@ -58,5 +85,12 @@ export function resolveDashboardOptions(options: JobsDashboardOptions = {}): Res
       'must be a non-empty URL path of letters, digits, ".", "_", "~" and "-"',
     );
   }
-  return { path: trimmed, guard: guard ?? null, readOnly, showPayloads };
+  return {
+    path: trimmed,
+    guard: guard ?? null,
+    readOnly,
+    showPayloads,
+    routeMetadata: resolveRouteMetadata(options.routeMetadata),
+    allowedOrigins: resolveAllowedOrigins(options.allowedOrigins),
+  };
 }
