@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
 import { JobClaimService } from './claim/job-claim.service';
@@ -14,6 +14,8 @@ import { JobRunner } from './execution/job-runner.service';
 import type { JobsWorker } from './fleet/jobs-worker';
 import { toJobsWorker } from './fleet/worker-presence';
 import { WorkersRepository } from './fleet/workers.repository';
+import { JOBS_RESOLVED_OPTIONS } from './jobs.constants';
+import type { ResolvedJobsOptions } from './jobs.options';
 import type {
   EnqueuedJobRecord,
   EnqueueItem,
@@ -71,6 +73,7 @@ export class JobsService {
     private readonly retention: JobRetention,
     private readonly workersRepository: WorkersRepository,
     private readonly drainer: JobsDrainer,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {
     this.events$ = events.events$;
   }
@@ -201,10 +204,14 @@ export class JobsService {
     const subject = await this.repository.findCancelSubject(jobId);
     if (!subject) return null;
     const at = now();
-    const cancelled = await this.repository.cancel(jobId, at, this.retention.expiresAt('cancelled', subject, at));
+    const cancelled = await this.repository.cancel(jobId, at, {
+      expiresAt: this.retention.expiresAt('cancelled', subject, at),
+      // Only for a row claimed by an older version, which records no lease: the one this process knows for the name.
+      fallbackLeaseMs: this.registry.get(subject.name)?.leaseMs ?? this.options.leaseMs,
+    });
     if (!cancelled) return this.findById(id);
     const hex = jobId.toHexString();
-    this.runner.abortLocal(hex, new JobCancelledError(hex));
+    this.runner.cancelLocal(hex, new JobCancelledError(hex));
     this.events.emit('cancelled', { jobId: hex, name: cancelled.name, attempt: cancelled.attemptCount });
     return toJobRecord(cancelled);
   }
