@@ -109,9 +109,9 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
       });
     },
     abort(reason: Error = new JobCancelledError(jobId)): void {
-      if (controller.signal.aborted) return;
-      if (reason instanceof LeaseLostError || reason instanceof JobCancelledError) stale = reason;
-      controller.abort(reason);
+      // A cancel or a lost lease ends the lease even after another abort (a timeout), as in a worker.
+      if (reason instanceof LeaseLostError || reason instanceof JobCancelledError) stale ??= reason;
+      if (!controller.signal.aborted) controller.abort(reason);
     },
   };
 }

@@ -162,6 +162,16 @@ describe('createTestJobContext', () => {
     expect(ctx.progressUpdates).toEqual([]);
   });
 
+  it('a cancel after a timeout abort still ends the lease, while the signal keeps its first reason', async () => {
+    const ctx = createTestJobContext();
+    ctx.abort(new JobTimeoutError(ctx.jobId, 1_000));
+    const cancel = new JobCancelledError(ctx.jobId);
+    ctx.abort(cancel);
+    expect(ctx.signal.reason).toBeInstanceOf(JobTimeoutError);
+    await expect(ctx.extendLockTime(1_000)).rejects.toBe(cancel);
+    expect(ctx.isStale).toBe(true);
+  });
+
   it('lets a handler fire and forget a refused call, as the real context does (no unhandled rejection)', async () => {
     const unhandled: unknown[] = [];
     const record = (reason: unknown) => unhandled.push(reason);
