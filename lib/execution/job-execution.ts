@@ -129,11 +129,19 @@ export class JobExecution {
   }
 
   /**
-   * Runs the handler under its lease and resolves its outcome once the handler has settled (or was abandoned).
-   * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it. `settleMs` is
-   * read when the handler is aborted: how long it is then given to settle.
+   * How long an aborted handler is given to settle: one lease (its handler's `leaseMs`), but never more than the lease
+   * its row records (the module's until the first renewal lands), since a cancel raises the row's deadline by that.
    */
-  async run(settleMs: () => number, hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
+  get settleMs(): number {
+    return Math.min(this.handler.leaseMs, this.lease.recordedLeaseMs);
+  }
+
+  /**
+   * Runs the handler under its lease and resolves its outcome once the handler has settled (or was abandoned).
+   * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it. An aborted
+   * handler is given `settleMs` (read at the abort) to settle.
+   */
+  async run(hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
     const { lease } = this;
     lease.start();
     if (lease.isCancelled) return { kind: 'cancelled' };
@@ -156,7 +164,7 @@ export class JobExecution {
         (error: unknown) => ({ ok: false, error }) as const,
       );
     try {
-      const settled = await this.settleOrAbandon(settlement, settleMs, hooks);
+      const settled = await this.settleOrAbandon(settlement, hooks);
       if (settled === 'abandoned') return { kind: 'abandoned', reason: this.requireAbortReason() };
       return this.outcomeOf(settled);
     } finally {
@@ -167,7 +175,6 @@ export class JobExecution {
   /** Waits for the handler; after an abort, only `settleMs` more, then until the (no longer renewed) lease ends. */
   private async settleOrAbandon(
     settlement: Promise<Settlement>,
-    settleMs: () => number,
     hooks: ExecutionHooks,
   ): Promise<Settlement | 'abandoned'> {
     const aborted = this.abortReason
@@ -178,7 +185,7 @@ export class JobExecution {
     const first = await Promise.race([settlement, aborted]);
     this.wakeOnAbort = undefined;
     if (first !== SETTLED) return first;
-    const second = await raceTimeout(settlement, settleMs(), (): typeof SETTLED => SETTLED);
+    const second = await raceTimeout(settlement, this.settleMs, (): typeof SETTLED => SETTLED);
     if (second !== SETTLED) return second;
     hooks.onIgnoredAbort?.(this.requireAbortReason());
     this.lease.stopRenewing();

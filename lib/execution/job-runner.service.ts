@@ -212,13 +212,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async runToEnd(entry: RunningExecution, about: JobEventSubject): Promise<ExecutionOutcome> {
     const { execution } = entry;
     const { lease } = execution;
-    // One lease to settle, but never past what the row records: a cancel raises its deadline by that much.
-    const settleMs = () => Math.min(execution.handler.leaseMs, lease.recordedLeaseMs);
     let outcome: ExecutionOutcome;
     try {
-      outcome = await execution.run(settleMs, {
+      outcome = await execution.run({
         onStarted: () => this.events.emit('started', about),
-        onIgnoredAbort: (reason) => this.logger.warn(ignoredAbortMessage(about, settleMs(), reason, lease)),
+        onIgnoredAbort: (reason) => this.logger.warn(ignoredAbortMessage(about, execution.settleMs, reason, lease)),
       });
     } catch (error) {
       // Not expected (run settles every handler outcome itself); the lease is left to run out, as after a crash.
