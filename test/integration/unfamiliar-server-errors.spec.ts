@@ -175,6 +175,31 @@ describe('server errors nobody listed, on owner-fenced writes (wire proxy answer
     expect(events.filter((event) => event.jobId === job.id && event.type === 'stale')).toEqual([]);
   });
 
+  it('keeps two leases whose batched renewal commands were answered with unfamiliar errors', async () => {
+    const isBatchedRenewal = (command: Document) =>
+      command.update === 'jobs' &&
+      (command.updates as Document[]).length > 1 &&
+      (command.updates as Document[]).every((update) => update.u?.$max?.lockedUntil !== undefined);
+    const rules = [
+      proxy.answerWithError({ code: 11601, match: isBatchedRenewal }),
+      proxy.answerWithError({ code: undefined, match: isBatchedRenewal }),
+    ];
+    const renewedAfter = (id: string) => events.filter((e) => e.jobId === id && e.type === 'renewed').length;
+    let jobs: { id: string }[] = [];
+    keepRunningUntil = () =>
+      waitFor(
+        () =>
+          rules.every((rule) => rule.hits === 1) && jobs.length === 2 && jobs.every((job) => renewedAfter(job.id) > 0),
+        'both batched renewal errors, then renewals of both leases that landed',
+      );
+    jobs = await app.jobs.enqueueMany([{ name: 'renewing' }, { name: 'renewing' }]);
+    for (const job of jobs) {
+      expect(await finished(job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
+      expect(calls.get(job.id)).toBe(1);
+      expect(events.filter((event) => event.jobId === job.id && event.type === 'stale')).toEqual([]);
+    }
+  });
+
   it('sets a refused row aside on a later poll when marking it failed was answered 11601 (not skipped for good)', async () => {
     // A row the server refuses to claim (an `$inc` on a string), written by another tool, sorted first.
     const at = new Date(Date.now() - 60_000);
