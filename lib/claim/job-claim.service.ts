@@ -432,8 +432,9 @@ export class JobClaimService implements OnApplicationBootstrap {
   /**
    * Marks a refused row `failed`; resolves the reason, or null when the row no longer matched or the server refused
    * that write too for its document (the row is then skipped in memory). Any other failure of that write (network,
-   * an unfamiliar server code) is thrown: the row is probed again on a later poll. A concurrent claim step that hits the same row waits for the first one's write (which
-   * alone logs and emits), and a row already skipped in memory is not written again.
+   * an unfamiliar server code) is thrown: the row is probed again on a later poll. A concurrent claim step that hits
+   * the same row waits for the first one's write (which alone logs and emits), and a row already skipped in memory is
+   * not written again.
    */
   private setAside(
     source: ClaimSource,

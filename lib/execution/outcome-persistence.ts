@@ -9,7 +9,7 @@ export type PersistResult =
   | { kind: 'written' }
   /** The fence did not match: the row was cancelled or taken over. */
   | { kind: 'not_owned' }
-  /** The write is refused for its document (e.g. one over 16 MB, see `isPermanentWriteError`); sending it again cannot help. */
+  /** Refused for its document (e.g. one over 16 MB, see `isPermanentWriteError`): sending it again cannot help. */
   | { kind: 'refused'; error: unknown }
   /**
    * The lease was lost, or the shutdown deadline passed, before a write's answer came. `late` is that write, when one

@@ -1,8 +1,8 @@
 import { mongo } from 'mongoose';
 
 /**
- * Reading the driver's errors: whether a failed write may land if sent again. Every other module asks these
- * functions and never reads an error's code or labels itself.
+ * Reading the driver's errors: whether a failed write may land if sent again. Modules outside `persistence/` ask
+ * these functions (and `duplicate-key.ts`) and never read an error's code or labels themselves.
  */
 
 /** Server error codes that say "not now" (failover, shutdown, network, time limits, write concern), not "never". */
@@ -26,7 +26,7 @@ export function isDocumentUpdateError(error: unknown): error is mongo.MongoServe
   return isServerErrorWithCode(error, DOCUMENT_UPDATE_ERROR_CODES);
 }
 
-/** Whether `error` is the same refusal as `refusal` (same server code): a retry on one row confirms the row is the cause. */
+/** Whether `error` is the same refusal as `refusal` (same code): a retry on one row confirms that row is the cause. */
 export function isSameRefusal(error: mongo.MongoServerError, refusal: { code?: unknown }): boolean {
   return error.code === refusal.code;
 }
