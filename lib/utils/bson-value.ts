@@ -12,13 +12,15 @@ const DRIVER_BSON_MAJOR: unknown = (new mongo.BSON.ObjectId() as unknown as Reco
  * - `look-alike`: anything else with the key, with why it cannot be stored: a plain object (an upstream API's answer
  *   passed through) or a value of another major version of the library. The serializer throws on either
  *   (`BSONVersionError`), so such a value must be refused before any write.
- * Undefined when the object has no `_bsontype` key: ordinary data.
+ * Undefined when the object has no `_bsontype` key, or a null or undefined one: ordinary data.
  */
 export type BsonTag = { kind: 'bson'; type: string } | { kind: 'look-alike'; problem: string };
 
 export function bsonTagOf(value: object): BsonTag | undefined {
   if (!('_bsontype' in value)) return undefined;
   const tag = (value as { _bsontype?: unknown })._bsontype;
+  // The serializer writes an object whose tag is null or undefined as a plain sub-document: that one is data.
+  if (tag === null || tag === undefined) return undefined;
   const prototype = Object.getPrototypeOf(value);
   if (prototype === Object.prototype || prototype === null) {
     return {
