@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { mongo, Types } from 'mongoose';
 import type { ClaimSource, SlotClaim, SlotField } from '../persistence/claim-queries';
-import { isDocumentUpdateError } from '../persistence/database-errors';
+import { isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
 import type { JobDocument } from '../persistence/job.schema';
@@ -107,7 +107,7 @@ export class LimitedClaim {
         const row = await this.repository.peek(source, at, scope);
         if (!row) throw error;
         const retried = await takeExactly(row._id, slots);
-        if (retried !== null && 'kind' in retried && retried.error.code !== error.code) throw retried.error;
+        if (retried !== null && 'kind' in retried && !isSameRefusal(retried.error, error)) throw retried.error;
         return taken(retried, 'contended');
       }
     };

@@ -153,6 +153,18 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
     });
   });
 
+  it('answers 400 for a payload that passes on an upstream answer tagged like a BSON value (`_bsontype`)', async () => {
+    const payload = { upstream: { items: [{ owner: { _bsontype: 'ObjectId', id: '5f1d7a0e2c3b4a5d6e7f8091' } }] } };
+    expect(await request('POST', '/jobs/report', { payload })).toEqual({
+      status: 400,
+      body: {
+        statusCode: 400,
+        error: 'InvalidPayloadError',
+        message: expect.stringContaining('payload.upstream.items.0.owner has a "_bsontype" key'),
+      },
+    });
+  });
+
   it('answers 409 when retry meets another job holding the dedupe key, and the job is unchanged', async () => {
     const first = await request('POST', '/jobs/report', { options: { dedupeKey: 'monthly' } });
     expect(first.status).toBe(201);
