@@ -295,7 +295,7 @@ export class JobsService {
    * whole collection once per call.
    * @throws InvalidOptionError for a `windowMs` or integer `bucketMs` not in (0, 1e12], a bucket wider than the
    * window, more than 1,000 buckets, `names` that is not an array of at most 50 job names, or `names` whose series
-   * (plus the total) would carry more than 10,000 buckets in all.
+   * (plus the total) would carry more than 8,000 buckets in all.
    * @example const { names, total } = await jobs.metrics({ windowMs: 3_600_000, bucketMs: 60_000 });
    * @example const { names } = await jobs.metrics({ windowMs: 86_400_000, bucketMs: 3_600_000, names: ['email.send'] });
    */

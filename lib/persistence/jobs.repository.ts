@@ -707,7 +707,9 @@ export class JobsRepository {
   ): Promise<{ _id: { name: string; status: FinishedStatus; bucket: number }; count: number }[]> {
     return this.collection
       .aggregate<{ _id: { name: string; status: FinishedStatus; bucket: number }; count: number }>([
-        { $match: { status: { $in: [...statuses] }, name: { $in: [...names] }, finishedAt: { $gte: from, $lt: until } } },
+        {
+          $match: { status: { $in: [...statuses] }, name: { $in: [...names] }, finishedAt: { $gte: from, $lt: until } },
+        },
         { $group: { _id: { name: '$name', status: '$status', bucket: finishedBucket(bucketMs) }, count: { $sum: 1 } } },
       ])
       .toArray();
@@ -723,7 +725,9 @@ export class JobsRepository {
     return this.collection
       .aggregate<{ _id: { status: FinishedStatus; bucket: number }; count: number }>([
         // Rows without a string name are counted under no name, so not in the total either.
-        { $match: { status: { $in: [...statuses] }, name: { $type: 'string' }, finishedAt: { $gte: from, $lt: until } } },
+        {
+          $match: { status: { $in: [...statuses] }, name: { $type: 'string' }, finishedAt: { $gte: from, $lt: until } },
+        },
         { $group: { _id: { status: '$status', bucket: finishedBucket(bucketMs) }, count: { $sum: 1 } } },
       ])
       .toArray();

@@ -10,7 +10,7 @@ export interface JobMetricsOptions {
   bucketMs: number;
   /**
    * Job names whose own time buckets to return (at most 50; `[]` for the total only). Default: up to 20 names, those
-   * with the most failed + dead rows (fewer when the window spans over 476 buckets: see `MAX_METRICS_SERIES_BUCKETS`).
+   * with the most failed + dead rows (fewer when the window spans over 380 buckets: see `MAX_METRICS_SERIES_BUCKETS`).
    * Counts are returned for every name either way.
    */
   names?: readonly string[];
@@ -33,9 +33,9 @@ export const MAX_METRICS_NAMES = 50;
 export const DEFAULT_METRICS_NAMES = 20;
 /**
  * Buckets one answer may carry, every series together (the names' and the total): about 70 bytes of JSON each, so
- * the series of one answer stay under 700 KB whatever the window and the number of job names.
+ * the series of one answer stay under 600 KB whatever the window and the number of job names.
  */
-export const MAX_METRICS_SERIES_BUCKETS = 10_000;
+export const MAX_METRICS_SERIES_BUCKETS = 8_000;
 const METRICS_OPTION_KEYS: readonly string[] = ['windowMs', 'bucketMs', 'names'];
 
 /** Checks `metrics`' options before any query. */

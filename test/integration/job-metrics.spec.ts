@@ -207,10 +207,17 @@ describe('JobsService.metrics with many job names', () => {
 
   it('refuses a request whose buckets would exceed the budget, and bad names, with InvalidOptionError', async () => {
     const fifty = Array.from({ length: 50 }, (_, i) => tenant(i));
-    // 50 names + the total, 1,001 buckets each: 51,051 buckets, over the 10,000 budget.
+    // 50 names + the total, 1,001 buckets each: 51,051 buckets, over the 8,000 budget.
     const over = app.jobs.metrics({ windowMs: 1_000_000, bucketMs: 1_000, names: fifty });
     await expect(over).rejects.toThrow(InvalidOptionError);
     await expect(over).rejects.toThrow(/budget/);
+    // At the edge: 6 names + the total = 7,007 buckets pass, 7 names + the total = 8,008 do not.
+    const finest = { windowMs: 1_000_000, bucketMs: 1_000 };
+    expect((await app.jobs.metrics({ ...finest, names: fifty.slice(0, 6) })).total).toHaveLength(1_001);
+    await expect(app.jobs.metrics({ ...finest, names: fifty.slice(0, 7) })).rejects.toThrow(/budget/);
+    // The default answer never refuses: it charts fewer names when the buckets are many.
+    const byDefault = await app.jobs.metrics(finest);
+    expect(byDefault.names.filter((entry) => entry.buckets !== null)).toHaveLength(6);
     const cases: unknown[] = [
       'tenant.001.sync',
       [''],
