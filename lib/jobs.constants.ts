@@ -54,7 +54,7 @@ export const DEFAULT_JOBS_OPTIONS = {
   maxAttempts: 5,
   backoff: { baseMs: 1000, maxMs: 900_000 },
   indexSetupTimeoutMs: 60_000,
-  telemetry: { metricsIntervalMs: 15_000 },
+  telemetry: { metricsIntervalMs: 15_000, extraJobNames: [] },
   retention: {
     completed: 7 * 86_400_000,
     dead: 30 * 86_400_000,

@@ -39,6 +39,14 @@ export interface TelemetryOptions {
    * @default 15000
    */
   metricsIntervalMs?: number;
+  /**
+   * Job names that metrics report under their own `messaging.destination.name`, besides the names this process has
+   * handlers for (e.g. what an enqueue-only app sends). Every other name is reported as `_other`, so job names made
+   * at run time (`tenant.${id}.sync`) cannot grow the number of series without bound. At most 1,000 names; spans
+   * always carry the real name.
+   * @default []
+   */
+  extraJobNames?: readonly string[];
 }
 
 /** Options of `JobsModule.forRoot()` / the factory of `forRootAsync()`. */

@@ -287,12 +287,17 @@ export class JobsService {
   }
 
   /**
-   * Figures per job name for dashboards: rows per status, queue latency (age of the oldest due pending job) and the
+   * Figures for dashboards: per job name, rows per status and queue latency (age of the oldest due pending job); the
    * jobs completed, dead and failed per `bucketMs` over the last `windowMs` (by `finishedAt`; buckets aligned on
-   * multiples of `bucketMs`, the window rounded out to whole buckets). Reads the whole collection once per call.
+   * multiples of `bucketMs`, the window rounded out to whole buckets) for the whole queue (`total`) and for a few names:
+   * those in `names`, or by default up to 20 with the most failed + dead rows. Every name with rows is counted; only the
+   * charted ones carry `buckets` (null otherwise), so the answer stays small however many names there are. Reads the
+   * whole collection once per call.
    * @throws InvalidOptionError for a `windowMs` or integer `bucketMs` not in (0, 1e12], a bucket wider than the
-   * window, or more than 1,000 buckets.
-   * @example const { names } = await jobs.metrics({ windowMs: 3_600_000, bucketMs: 60_000 });
+   * window, more than 1,000 buckets, `names` that is not an array of at most 50 job names, or `names` whose series
+   * (plus the total) would carry more than 8,000 buckets in all.
+   * @example const { names, total } = await jobs.metrics({ windowMs: 3_600_000, bucketMs: 60_000 });
+   * @example const { names } = await jobs.metrics({ windowMs: 86_400_000, bucketMs: 3_600_000, names: ['email.send'] });
    */
   async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
     return collectJobMetrics(this.repository, resolveMetricsOptions(options), now());
