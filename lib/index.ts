@@ -63,7 +63,7 @@ export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } fr
 export type { JobMetrics, JobMetricsBucket, JobNameMetrics } from './query/job-metrics';
 export type { JobMetricsOptions } from './query/job-metrics-options';
 export type { JobListPage, ListJobsOptions } from './query/list-jobs-options';
-export type { PurgeOptions } from './retention/purge-options';
+export { MAX_PURGE_LIMIT, type PurgeOptions } from './retention/purge-options';
 export type {
   CatalogueEnqueueArgs,
   CatalogueEnqueueItem,

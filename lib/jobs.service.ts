@@ -237,11 +237,11 @@ export class JobsService {
   /**
    * Deletes finished jobs of one status now, whatever their retention, optionally only those of one `name` and those
    * finished before `finishedBefore`; resolves how many it deleted. Deletes in bounded batches (each a short command),
-   * as many as it takes. A cron tick's job younger than a day (and an hour) is kept: it is what keeps that tick from
-   * running twice.
+   * as many as it takes, or at most `limit` (an integer from 1 to 1,000): call again while it returns `limit`. A cron
+   * tick's job younger than a day (and an hour) is kept: it is what keeps that tick from running twice.
    * @throws InvalidOptionError for a status that is not `completed`, `dead`, `failed` or `cancelled` (a pending or
-   * running job is never purged), an empty name, an invalid date, or an option it does not know (a misspelt key would
-   * otherwise widen the deletion); nothing is deleted.
+   * running job is never purged), an empty name, an invalid date, a `limit` that is not an integer from 1 to 1,000,
+   * or an option it does not know (a misspelt key would otherwise widen the deletion); nothing is deleted.
    * @example await jobs.purge({ status: 'dead', name: 'email.send', finishedBefore: new Date(Date.now() - 86_400_000) });
    */
   async purge(options: PurgeOptions): Promise<number> {

@@ -10,6 +10,13 @@ export function positiveInteger(option: string, value: unknown): number {
   return value;
 }
 
+export function integerInRange(option: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidOptionError(option, value, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
 export function finiteNumber(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new InvalidOptionError(option, value, 'must be a finite number');
