@@ -47,7 +47,7 @@ const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfi
  */
 export function createDashboardControllers(options: ResolvedDashboardOptions): Type<unknown>[] {
   const guards = options.guard ? [options.guard] : [];
-  const view = (job: JobRecord): DashboardJobRecord => dashboardRecord(job, options.showPayloads);
+  const view = (job: JobRecord): DashboardJobRecord => dashboardRecord(job, options);
 
   @Controller(`${options.path}/api`)
   @UseGuards(...guards)

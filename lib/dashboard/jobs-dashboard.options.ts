@@ -18,6 +18,13 @@ export interface JobsDashboardOptions {
   readOnly?: boolean;
   /** Include jobs' `payload` and `result` in answers (they may hold personal data or secrets). @default false */
   showPayloads?: boolean;
+  /**
+   * Include failed attempts' `stack` in answers, and show it in the page's job panel: the error's stack and its
+   * `cause` chain, which can name hosts, file paths, queries or credentials (a driver's connection error). Without
+   * it, attempts keep their `error` message and `errorClass`. Separate from `showPayloads`: debugging a failure
+   * should not require exposing customers' data, nor the other way round. @default false
+   */
+  showStacks?: boolean;
 }
 
 /** The options with defaults applied; `path` has no leading or trailing slash. */
@@ -26,9 +33,17 @@ export interface ResolvedDashboardOptions {
   guard: Type<CanActivate> | null;
   readOnly: boolean;
   showPayloads: boolean;
+  showStacks: boolean;
 }
 
-const DASHBOARD_OPTION_KEYS: readonly string[] = ['path', 'guard', 'allowAnonymous', 'readOnly', 'showPayloads'];
+const DASHBOARD_OPTION_KEYS: readonly string[] = [
+  'path',
+  'guard',
+  'allowAnonymous',
+  'readOnly',
+  'showPayloads',
+  'showStacks',
+];
 /** URL path segments of unreserved characters only: no `..`, query, fragment or route pattern syntax. */
 const PATH_PATTERN = /^(?!.*(?:^|\/)\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
 
@@ -43,7 +58,8 @@ export function resolveDashboardOptions(options: JobsDashboardOptions = {}): Res
     throw new InvalidOptionError(unknown, given, `is not a dashboard option (${DASHBOARD_OPTION_KEYS.join(', ')})`);
   }
   const { path = 'jobs', guard, allowAnonymous = false, readOnly = false, showPayloads = false } = options;
-  for (const [name, value] of Object.entries({ allowAnonymous, readOnly, showPayloads })) {
+  const { showStacks = false } = options;
+  for (const [name, value] of Object.entries({ allowAnonymous, readOnly, showPayloads, showStacks })) {
     if (typeof value !== 'boolean') throw new InvalidOptionError(name, value, 'must be a boolean');
   }
   if (guard !== undefined && typeof guard !== 'function') {
@@ -58,5 +74,5 @@ export function resolveDashboardOptions(options: JobsDashboardOptions = {}): Res
       'must be a non-empty URL path of letters, digits, ".", "_", "~" and "-"',
     );
   }
-  return { path: trimmed, guard: guard ?? null, readOnly, showPayloads };
+  return { path: trimmed, guard: guard ?? null, readOnly, showPayloads, showStacks };
 }
