@@ -77,8 +77,9 @@ export class JobEnqueuer {
     onlyKnownKeys(options, ENQUEUE_MANY_OPTION_KEYS, 'an enqueueMany option');
     const docs = items.map((item) => {
       // An item's misspelt `opts` would otherwise store the job without its options.
-      if (item !== null && typeof item === 'object')
+      if (item !== null && typeof item === 'object') {
         onlyKnownKeys(item, ENQUEUE_ITEM_KEYS, 'a key of an enqueueMany item');
+      }
       // Untyped callers: the types leave `session` out of an item's options.
       const itemSession = (item?.options as EnqueueOptions | undefined)?.session;
       if (itemSession !== undefined) {

@@ -7,8 +7,9 @@ import { describeValue } from '../utils/describe-value';
 /**
  * The message an HTTP caller gets for a library error it caused. Most messages are about the request and go as they
  * are; the few written for the application's developers (which index on which collection refused a job, which job
- * names this process handles, which jobs of which names a drain was still waiting for) are replaced: a client of the API must not learn the database's or the app's layout.
- * The error itself (a 4xx is not logged) keeps the details for the application's own filters and logs.
+ * names this process handles, which jobs of which names a drain was still waiting for) are replaced: a client of
+ * the API must not learn the database's or the app's layout. The error itself (a 4xx is not logged) keeps the
+ * details for the application's own filters and logs.
  */
 export function jobErrorMessage(error: JobsError): string {
   if (error instanceof UniqueIndexRejectedJobError) {
