@@ -24,6 +24,7 @@ import type {
 } from './jobs.types';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
+import type { WorkerStatusOptions } from './liveness/worker-status-options';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
@@ -89,7 +90,8 @@ export class JobsService {
    * without aborting the transaction (one upsert, no duplicate-key error), and the `enqueued` event and local wake-up
    * wait for the commit (none for a rolled-back job). Two transactions taking one key at once: the second gets a
    * write conflict (`TransientTransactionError`) that `withTransaction` retries.
-   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError (also for an option key it does not know, such as
+   * a misspelt `dedupe_key`, a `runAt` outside the years 2000–9999 or a `maxAttempts` above 1,000)
    * @throws InvalidSessionError for a session that is not a ClientSession, is another MongoClient's, or has ended.
    * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
    * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
@@ -120,7 +122,8 @@ export class JobsService {
    *
    * Once the app declares a `JobPayloads` catalogue, each item is checked by its own name as `enqueue` checks it
    * (an undeclared name needs `options: { strict: false }`).
-   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written (also for a key an
+   * item, its `options` or the batch `options` does not have, such as an item's `opts`).
    * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored
    * (each stored one emits `enqueued`).
    * @throws InvalidSessionError as `enqueue` does; `options.session` covers the whole batch as `enqueue`'s does one
@@ -237,11 +240,11 @@ export class JobsService {
   /**
    * Deletes finished jobs of one status now, whatever their retention, optionally only those of one `name` and those
    * finished before `finishedBefore`; resolves how many it deleted. Deletes in bounded batches (each a short command),
-   * as many as it takes. A cron tick's job younger than a day (and an hour) is kept: it is what keeps that tick from
-   * running twice.
+   * as many as it takes, or at most `limit` (an integer from 1 to 1,000): call again while it returns `limit`. A cron
+   * tick's job younger than a day (and an hour) is kept: it is what keeps that tick from running twice.
    * @throws InvalidOptionError for a status that is not `completed`, `dead`, `failed` or `cancelled` (a pending or
-   * running job is never purged), an empty name, an invalid date, or an option it does not know (a misspelt key would
-   * otherwise widen the deletion); nothing is deleted.
+   * running job is never purged), an empty name, an invalid date, a `limit` that is not an integer from 1 to 1,000,
+   * or an option it does not know (a misspelt key would otherwise widen the deletion); nothing is deleted.
    * @example await jobs.purge({ status: 'dead', name: 'email.send', finishedBefore: new Date(Date.now() - 86_400_000) });
    */
   async purge(options: PurgeOptions): Promise<number> {
@@ -307,8 +310,10 @@ export class JobsService {
    * Liveness of this process: `up` when the database answers a ping within `timeoutMs` and, for a worker, the poll
    * loop finished an iteration within 3 × `pollIntervalMs` and its last 3 claims did not all fail (a `down` status
    * carries the `reason`). What `JobsHealthIndicator` reports, for apps without `@nestjs/terminus`.
+   * @throws InvalidOptionError (the promise rejects) for options that are not an object, an option it does not know,
+   * or a `timeoutMs` that is not a number of milliseconds above 0 and at most 60,000; nothing is pinged.
    */
-  workerStatus(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
+  async workerStatus(options: WorkerStatusOptions = {}): Promise<JobsWorkerStatus> {
     return this.monitor.status(options);
   }
 

@@ -3,13 +3,13 @@ import type { JobRecord } from './persistence/job.types';
 
 /** Options of `JobsService.enqueue`. */
 export interface EnqueueOptions {
-  /** Earliest run time. Mutually exclusive with `delayMs`. @default now */
+  /** Earliest run time, in the years 2000 to 9999 (UTC). Mutually exclusive with `delayMs`. @default now */
   runAt?: Date;
   /** Run after this many ms. Mutually exclusive with `runAt`. */
   delayMs?: number;
   /** Higher runs first among due jobs. @default 0 */
   priority?: number;
-  /** Attempts before dead-lettering. @default the handler's, else the module's `maxAttempts` */
+  /** Attempts before dead-lettering, an integer from 1 to 1,000. @default the handler's, else the module's `maxAttempts` */
   maxAttempts?: number;
   /**
    * At most one pending or running job per key: enqueueing again returns the existing job. The key is freed

@@ -100,6 +100,20 @@ class OtherController {
   }
 }
 
+/** A test-support route of the kind the README suggests: enqueue, drain, answer; a drain that gives up is a 504. */
+@Controller('drain')
+class DrainController {
+  constructor(private readonly jobs: JobsService) {}
+
+  @Post()
+  async drain() {
+    // A name computed at run time, as tenants' are: which tenants and jobs exist is the app's business.
+    const job = await this.jobs.enqueue('tenant.acme-corp.sync', { tenant: 'acme-corp' }, { strict: false });
+    await this.jobs.drain({ names: ['tenant.acme-corp.sync'], timeoutMs: 1_000 });
+    return job;
+  }
+}
+
 describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
   let app: INestApplication;
   let request: Awaited<ReturnType<typeof listen>>;
@@ -110,7 +124,7 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
         MongooseModule.forRoot(testMongoUri(), { dbName: uniqueDatabaseName('exception-filter') }),
         JobsModule.forRoot({ worker: false }),
       ],
-      controllers: [JobsApiController, OtherController],
+      controllers: [JobsApiController, OtherController, DrainController],
       providers: [Handlers],
     })
     class AppModule {}
@@ -207,6 +221,23 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
     expect(unknown).toMatchObject({ status: 400, body: { error: 'UnknownJobError' } });
     expect(unknown.body.message).toEqual(expect.stringContaining('"nope"'));
     expect(unknown.body.message).not.toContain('report');
+  });
+
+  it('answers a drain that gave up with 504 and no job names or ids in the body', async () => {
+    const answer = await request('POST', '/drain');
+    expect(answer).toEqual({
+      status: 504,
+      body: {
+        statusCode: 504,
+        error: 'DrainTimeoutError',
+        message: 'Jobs were still left after 1000 ms (drain); they may still finish later.',
+      },
+    });
+    const [left] = await app
+      .get(JobsService)
+      .list({ name: 'tenant.acme-corp.sync' })
+      .then((page) => page.jobs);
+    expect(JSON.stringify(answer.body)).not.toMatch(new RegExp(`acme|tenant|${left.id}`));
   });
 
   it('leaves other errors to Nest: 500 without details, HttpExceptions and undecided library errors as they are', async () => {

@@ -237,6 +237,32 @@ function renderTimeline(job) {
   $('panel-timeline').replaceChildren(...items);
 }
 
+/** A stack and its cause chain, served only with `showStacks`: as text in a scrollable block, folded by default. */
+function stackBlock(stack) {
+  return el('details', { class: 'stack' }, el('summary', {}, 'Stack and causes'), el('pre', {}, stack));
+}
+
+/**
+ * Re-rendered only when the attempts changed (another job, or a new attempt; at most 50 are kept, so the last one's
+ * instant is compared too): an auto-refresh must not fold a stack being read or reset its scroll position.
+ */
+function renderAttempts(job) {
+  const list = $('panel-attempts');
+  const key = `${job.id}\n${job.attempts.length}\n${job.attempts.at(-1)?.at ?? ''}`;
+  if (list.dataset.key === key) return;
+  list.dataset.key = key;
+  const attempts = job.attempts.map((attempt) =>
+    el(
+      'li',
+      {},
+      `${formatDate(attempt.at)} — ${attempt.errorClass}: `,
+      el('span', { class: 'error' }, attempt.error),
+      attempt.stack ? stackBlock(attempt.stack) : null,
+    ),
+  );
+  list.replaceChildren(...(attempts.length ? attempts : [el('li', {}, 'No failed attempt.')]));
+}
+
 function renderPanel(job) {
   renderTimeline(job);
   $('panel-title').textContent = `Job ${job.id}`;
@@ -258,10 +284,7 @@ function renderPanel(job) {
   if ('payload' in job) fields.push(...field('Payload', json(job.payload)));
   if ('result' in job) fields.push(...field('Result', json(job.result)));
   $('panel-fields').replaceChildren(...fields);
-  const attempts = job.attempts.map((attempt) =>
-    el('li', {}, `${formatDate(attempt.at)} — ${attempt.errorClass}: `, el('span', { class: 'error' }, attempt.error)),
-  );
-  $('panel-attempts').replaceChildren(...(attempts.length ? attempts : [el('li', {}, 'No failed attempt.')]));
+  renderAttempts(job);
   $('retry').hidden = readOnly || !['dead', 'failed', 'cancelled'].includes(job.status);
   $('cancel').hidden = readOnly || !['pending', 'running'].includes(job.status);
   $('panel').hidden = false;
