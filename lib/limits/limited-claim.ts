@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { mongo, Types } from 'mongoose';
+import { isMalformedGroup } from '../execution/runnable-row';
 import type { ClaimSource, SlotClaim, SlotField } from '../persistence/claim-queries';
 import { isDocumentUpdateError } from '../persistence/database-errors';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
@@ -142,7 +143,11 @@ export class LimitedClaim {
     const slots: SlotClaim = {};
     if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
     if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
-    if (request.id !== undefined) return taken(await takeExactly(row._id, slots), 'contended');
+    // A group of the wrong type (written by another tool) is no filter to take "its group's next row" by: this very row
+    // is taken, without a group slot, and the runner sets it aside (`whyNotRunnable`) instead of it stalling the name.
+    if (request.id !== undefined || isMalformedGroup(row.group)) {
+      return taken(await takeExactly(row._id, slots), 'contended');
+    }
     return takeRow(slots, row.group ?? null);
   }
 }
