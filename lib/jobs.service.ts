@@ -322,21 +322,43 @@ export class JobsService {
    * attempt counted; if that was its last attempt it is dead-lettered instead (`dead_lettered`) and nothing runs.
    * A row the server refuses to claim as stored is set aside as `failed` (`not_started`, with the reason).
    * A job whose name has no handler in this process, one running under a live lease, one not yet due, or one
-   * already finished is a conflict, and the row is left as it was.
+   * already finished is a conflict, and the row is left as it was; so is a job it could take while every one of the
+   * process's `concurrency` slots is running a job (`busy`), and one whose name is at a fleet-wide limit
+   * (`limit_reached`).
    */
   async runNow(id: string): Promise<RunNowOutcome> {
     const jobId = parseJobId(id);
     if (!jobId) return { kind: 'not_found' };
-    const taken = await this.claims.claimById(jobId);
-    if (taken.kind === 'missed') return this.runNowConflict(jobId);
-    if (taken.kind === 'limited') return this.runNowConflict(jobId, 'limit_reached');
-    if (taken.kind === 'set_aside') return this.runNowSetAside(jobId, taken.reason);
-    const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
-    const after = await this.repository.findById(jobId);
-    if (!after) return { kind: 'not_found' };
-    if (outcome?.kind === 'not_started')
-      return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
-    return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    // A slot of `concurrency` is held before the claim: a busy process claims nothing (the row is untouched), and no
+    // claim of the poll loop takes the slot meanwhile.
+    const reservation = this.runner.reserveSlot();
+    if (!reservation) return this.runNowBusy(jobId);
+    try {
+      const taken = await this.claims.claimById(jobId);
+      if (taken.kind === 'missed') return await this.runNowConflict(jobId);
+      if (taken.kind === 'limited') return await this.runNowConflict(jobId, 'limit_reached');
+      if (taken.kind === 'set_aside') return await this.runNowSetAside(jobId, taken.reason);
+      const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim, reservation) : undefined;
+      const after = await this.repository.findById(jobId);
+      if (!after) return { kind: 'not_found' };
+      if (outcome?.kind === 'not_started')
+        return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+      return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    } finally {
+      reservation.release();
+    }
+  }
+
+  /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
+  private async runNowBusy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    if (!doc) return { kind: 'not_found' };
+    const reason = conflictReason(doc, this.registry);
+    const at = now();
+    const takeable =
+      (reason === 'not_due' && doc.runAt <= at) ||
+      (reason === 'locked' && doc.lockedUntil !== undefined && doc.lockedUntil <= at);
+    return { kind: 'conflict', reason: takeable ? 'busy' : reason, job: toJobRecord(doc) };
   }
 
   /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */

@@ -44,6 +44,16 @@ function expiredFilter(now: Date): mongo.Filter<JobDocument> {
   return { status: 'running', lockedUntil: { $lte: now } };
 }
 
+/**
+ * Whether a row read by id is where a claim from `source` would take it (`dueFilter`/`expiredFilter`, in memory):
+ * `runNow` asks this before a limited name's limits, so that a finished, not-yet-due or locked row gets its own
+ * answer instead of one about the limits.
+ */
+export function isInSource(row: Pick<JobDocument, 'status' | 'runAt' | 'lockedUntil'>, source: ClaimSource, now: Date) {
+  if (source === 'pending') return row.status === 'pending' && row.runAt <= now;
+  return row.status === 'running' && row.lockedUntil !== undefined && row.lockedUntil <= now;
+}
+
 export function namesFilter(names: string[]): mongo.Filter<JobDocument> {
   return { name: { $in: names } };
 }
