@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
-import { JobClaimService } from './claim/job-claim.service';
+import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service';
 import { DedupeConflictError } from './errors/dedupe-conflict.error';
@@ -24,6 +24,7 @@ import type {
 } from './jobs.types';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
+import { isInSource } from './persistence/claim-queries';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
@@ -334,7 +335,7 @@ export class JobsService {
     const reservation = this.runner.reserveSlot();
     if (!reservation) return this.runNowBusy(jobId);
     try {
-      const taken = await this.claims.claimById(jobId);
+      const taken = await this.claimForRunNow(jobId);
       if (taken.kind === 'missed') return await this.runNowConflict(jobId);
       if (taken.kind === 'limited') return await this.runNowConflict(jobId, 'limit_reached');
       if (taken.kind === 'set_aside') return await this.runNowSetAside(jobId, taken.reason);
@@ -349,16 +350,33 @@ export class JobsService {
     }
   }
 
+  /**
+   * `claimById`, tried again when it missed a row that a read right after shows takeable: the row changed state during
+   * the claim (a claim of a poll loop handed back, say), and its answer would be a conflict it does not have.
+   */
+  private async claimForRunNow(jobId: Types.ObjectId): Promise<ClaimByIdResult> {
+    for (let tries = 1; ; tries += 1) {
+      const taken = await this.claims.claimById(jobId);
+      if (taken.kind !== 'missed' || tries === RUN_NOW_CLAIM_TRIES) return taken;
+      const doc = await this.repository.findById(jobId);
+      if (!doc || !this.takeableNow(doc)) return taken;
+    }
+  }
+
   /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
   private async runNowBusy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
     const doc = await this.repository.findById(jobId);
     if (!doc) return { kind: 'not_found' };
-    const reason = conflictReason(doc, this.registry);
+    const reason = this.takeableNow(doc) ? 'busy' : conflictReason(doc, this.registry);
+    return { kind: 'conflict', reason, job: toJobRecord(doc) };
+  }
+
+  /** A row `runNow` would take now: due, or running with its lease run out, and with a handler here. */
+  private takeableNow(doc: JobDocument): boolean {
     const at = now();
-    const takeable =
-      (reason === 'not_due' && doc.runAt <= at) ||
-      (reason === 'locked' && doc.lockedUntil !== undefined && doc.lockedUntil <= at);
-    return { kind: 'conflict', reason: takeable ? 'busy' : reason, job: toJobRecord(doc) };
+    return (
+      this.registry.get(doc.name) !== undefined && (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
+    );
   }
 
   /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
@@ -373,6 +391,9 @@ export class JobsService {
     return { kind: 'conflict', reason: reason ?? conflictReason(doc, this.registry), job: toJobRecord(doc) };
   }
 }
+
+/** Claims of one `runNow` that miss a row which is takeable again right after (see `claimForRunNow`). */
+const RUN_NOW_CLAIM_TRIES = 3;
 
 function conflictReason(doc: JobDocument, registry: JobHandlerRegistry): RunNowConflictReason {
   if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';

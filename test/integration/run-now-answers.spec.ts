@@ -10,6 +10,8 @@ import { connectTestClient, uniqueDatabaseName } from '../support/test-database'
 let gate = deferred();
 /** Attempt numbers the handlers started, by job id. */
 const started = new Map<string, number>();
+/** Every execution of `answers.quick-*`, in order. */
+const ran: string[] = [];
 let active = 0;
 let maxActive = 0;
 
@@ -24,6 +26,14 @@ async function gated(ctx: JobExecutionContext): Promise<void> {
   }
 }
 
+async function quick(ctx: JobExecutionContext): Promise<void> {
+  ran.push(ctx.jobId);
+  active += 1;
+  maxActive = Math.max(maxActive, active);
+  await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 4));
+  active -= 1;
+}
+
 @Injectable()
 class AnswerHandlers {
   @JobHandler('answers.a')
@@ -34,6 +44,17 @@ class AnswerHandlers {
   @JobHandler('answers.b')
   b(_payload: unknown, ctx: JobExecutionContext) {
     return gated(ctx);
+  }
+
+  /** Two names that work a few ms: each handler's own concurrency (the module's) alone does not bound them both. */
+  @JobHandler('answers.quick-a')
+  quickA(_payload: unknown, ctx: JobExecutionContext) {
+    return quick(ctx);
+  }
+
+  @JobHandler('answers.quick-b')
+  quickB(_payload: unknown, ctx: JobExecutionContext) {
+    return quick(ctx);
   }
 
   @JobHandler('answers.grouped', { groupConcurrency: 1 })
@@ -58,6 +79,7 @@ describe('runNow answers', () => {
     client = undefined;
     gate = deferred();
     started.clear();
+    ran.length = 0;
     active = 0;
     maxActive = 0;
   });
@@ -101,6 +123,23 @@ describe('runNow answers', () => {
     // Once the slot is free it runs (through runNow, or the poll loop).
     if (!worker) expect(await app.jobs.runNow(second.id)).toMatchObject({ kind: 'executed' });
     await waitFor(async () => (await app.jobs.findById(second.id))?.status === 'completed', 'the second job to run');
+  });
+
+  it('never runs more than concurrency jobs when runNow calls race the poll loop; each job runs once', async () => {
+    const { app } = await start({ worker: true, concurrency: 2, pollIntervalMs: 5 });
+    const jobs = await app.jobs.enqueueMany(
+      Array.from({ length: 20 }, (_, index) => ({ name: `answers.quick-${index % 2 ? 'a' : 'b'}` })),
+    );
+    const answers = await Promise.all(jobs.map((job) => app.jobs.runNow(job.id)));
+    await app.jobs.drain({ timeoutMs: 20_000 });
+    expect(await app.jobs.stats()).toMatchObject({ completed: 20, pending: 0, running: 0 });
+    const kinds = answers.map((answer) => (answer.kind === 'conflict' ? `conflict(${answer.reason})` : answer.kind));
+    expect({ runs: ran.length, distinct: new Set(ran).size }).toEqual({ runs: 20, distinct: 20 });
+    expect(maxActive).toBeLessThanOrEqual(2);
+    // Run here, refused without a claim (busy), or the poll loop had it (locked, terminal); never past concurrency.
+    const allowed = ['executed', 'conflict(busy)', 'conflict(locked)', 'conflict(terminal)'];
+    expect(kinds.filter((kind) => !allowed.includes(kind))).toEqual([]);
+    expect(kinds).toContain('conflict(busy)');
   });
 
   it('answers terminal, not_due and locked for a groupConcurrency name, as for any name', async () => {
