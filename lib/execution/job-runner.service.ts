@@ -21,12 +21,8 @@ import { raceTimeout } from '../utils/race-timeout';
 import { type ExecutionOutcome, JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { describeJobId, whyNotRunnable } from './runnable-row';
+import { SlotReservation } from './slot-reservation';
 import { Wakeup } from './wakeup';
-
-/** A slot of the process's `concurrency` that `JobRunner.reserveSlot` holds for one `runNow`. */
-export interface SlotReservation {
-  release(): void;
-}
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
 type BurstEnd = 'full' | 'empty' | 'failed';
@@ -110,21 +106,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /**
    * For `runNow`: holds one of the process's `concurrency` slots from before its claim until `execute` starts the job
-   * in it (or `release()`, idempotent, when nothing is started). Null when every slot is running a job or held: the
-   * process is busy, and nothing should be claimed.
+   * in it (or `release()` when nothing is claimed). Null when every slot is running a job or held: the process is
+   * busy, and nothing should be claimed.
    */
   reserveSlot(): SlotReservation | null {
     if (this.running.size + this.reservedSlots >= this.options.concurrency) return null;
     this.reservedSlots += 1;
-    let held = true;
-    return {
-      release: () => {
-        if (!held) return;
-        held = false;
-        this.reservedSlots -= 1;
-        this.wakeup.wake(); // the poll loop may claim into it now
-      },
-    };
+    return new SlotReservation((freed) => {
+      this.reservedSlots -= 1;
+      if (freed) this.wakeup.wake(); // the poll loop may claim into it now
+    });
   }
 
   /** Aborts this process's executions of a job, if any. */
@@ -161,7 +152,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
    */
   async execute(claim: ClaimedJob, reservation?: SlotReservation): Promise<ExecutionOutcome> {
     // Before any await: the reserved slot passes to this job at once, and no other claim can take it meanwhile.
-    reservation?.release();
+    reservation?.passToJob();
     const jobId = describeJobId(claim.doc?._id);
     try {
       const problem = whyNotRunnable(claim.doc);
