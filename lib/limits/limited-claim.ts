@@ -155,9 +155,9 @@ export class LimitedClaim {
     const slots: SlotClaim = {};
     if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
     if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
+    if (byId) return taken(await takeExactly(row._id, slots));
     // A group of the wrong type (written by another tool) is no filter to take "its group's next row" by: this very row
     // is taken, without a group slot, and the runner sets it aside (`whyNotRunnable`) instead of it stalling the name.
-    if (byId) return taken(await takeExactly(row._id, slots));
     if (isMalformedGroup(row.group)) return taken(await takeExactly(row._id, slots), 'contended');
     return takeRow(slots, row.group ?? null);
   }
