@@ -55,7 +55,10 @@ export interface JobsModuleOptions {
   collectionName?: string;
   /** Run a worker (poll loop) in this process; `false` makes an enqueue-only process. @default true */
   worker?: boolean;
-  /** Jobs this process runs at once, across all handlers. @default 4 */
+  /**
+   * Jobs this process runs at once, across all handlers, those `runNow` starts included (beyond it, runNow answers
+   * `conflict` with reason `busy`). @default 4
+   */
   concurrency?: number;
   /** Wait between polls that found nothing to do, in ms. @default 1000 */
   pollIntervalMs?: number;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
-import { JobClaimService } from './claim/job-claim.service';
+import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service';
 import { DedupeConflictError } from './errors/dedupe-conflict.error';
@@ -25,6 +25,7 @@ import type {
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
 import type { WorkerStatusOptions } from './liveness/worker-status-options';
+import { isInSource } from './persistence/claim-queries';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
@@ -332,21 +333,60 @@ export class JobsService {
    * attempt counted; if that was its last attempt it is dead-lettered instead (`dead_lettered`) and nothing runs.
    * A row the server refuses to claim as stored is set aside as `failed` (`not_started`, with the reason).
    * A job whose name has no handler in this process, one running under a live lease, one not yet due, or one
-   * already finished is a conflict, and the row is left as it was.
+   * already finished is a conflict, and the row is left as it was; so is a job it could take while every one of the
+   * process's `concurrency` slots is running a job (`busy`), and one whose name is at a fleet-wide limit
+   * (`limit_reached`).
    */
   async runNow(id: string): Promise<RunNowOutcome> {
     const jobId = parseJobId(id);
     if (!jobId) return { kind: 'not_found' };
-    const taken = await this.claims.claimById(jobId);
-    if (taken.kind === 'missed') return this.runNowConflict(jobId);
-    if (taken.kind === 'limited') return this.runNowConflict(jobId, 'limit_reached');
-    if (taken.kind === 'set_aside') return this.runNowSetAside(jobId, taken.reason);
-    const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
-    const after = await this.repository.findById(jobId);
-    if (!after) return { kind: 'not_found' };
-    if (outcome?.kind === 'not_started')
-      return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
-    return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    // A slot of `concurrency` is held before the claim: a busy process claims nothing (the row is untouched), and no
+    // claim of the poll loop takes the slot meanwhile.
+    const reservation = this.runner.reserveSlot();
+    if (!reservation) return this.runNowBusy(jobId);
+    try {
+      const taken = await this.claimForRunNow(jobId);
+      if (taken.kind === 'missed') return await this.runNowConflict(jobId);
+      if (taken.kind === 'limited') return await this.runNowConflict(jobId, 'limit_reached');
+      if (taken.kind === 'set_aside') return await this.runNowSetAside(jobId, taken.reason);
+      const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim, reservation) : undefined;
+      const after = await this.repository.findById(jobId);
+      if (!after) return { kind: 'not_found' };
+      if (outcome?.kind === 'not_started')
+        return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+      return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    } finally {
+      reservation.release();
+    }
+  }
+
+  /**
+   * `claimById`, tried again when it missed a row that a read right after shows takeable: the row changed state during
+   * the claim (a claim of a poll loop handed back, say), and its answer would be a conflict it does not have.
+   */
+  private async claimForRunNow(jobId: Types.ObjectId): Promise<ClaimByIdResult> {
+    for (let tries = 1; ; tries += 1) {
+      const taken = await this.claims.claimById(jobId);
+      if (taken.kind !== 'missed' || tries === RUN_NOW_CLAIM_TRIES) return taken;
+      const doc = await this.repository.findById(jobId);
+      if (!doc || !this.takeableNow(doc)) return taken;
+    }
+  }
+
+  /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
+  private async runNowBusy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    if (!doc) return { kind: 'not_found' };
+    const reason = this.takeableNow(doc) ? 'busy' : conflictReason(doc, this.registry);
+    return { kind: 'conflict', reason, job: toJobRecord(doc) };
+  }
+
+  /** A row `runNow` would take now: due, or running with its lease run out, and with a handler here. */
+  private takeableNow(doc: JobDocument): boolean {
+    const at = now();
+    return (
+      this.registry.get(doc.name) !== undefined && (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
+    );
   }
 
   /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
@@ -361,6 +401,9 @@ export class JobsService {
     return { kind: 'conflict', reason: reason ?? conflictReason(doc, this.registry), job: toJobRecord(doc) };
   }
 }
+
+/** Claims of one `runNow` that miss a row which is takeable again right after (see `claimForRunNow`). */
+const RUN_NOW_CLAIM_TRIES = 3;
 
 function conflictReason(doc: JobDocument, registry: JobHandlerRegistry): RunNowConflictReason {
   if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';

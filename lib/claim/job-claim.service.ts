@@ -251,6 +251,15 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
+   * The names this process runs (every name with a handler here, or `runOnly`), fixed at bootstrap: what `drain`
+   * waits for by default and what the fleet view lists. Unlike `claimableNames`, a limited name at its limit or found
+   * empty is still one of them. Callers must not change the list.
+   */
+  runNames(): readonly string[] {
+    return this.runnable;
+  }
+
+  /**
    * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those, and minus
    * the names a claim skips until the next poll (limited names found full or empty, unlimited names found empty beside
    * them). None left: the poll loop sends no claim and waits for its claims in flight, as when every name is at its

@@ -21,6 +21,7 @@ import { raceTimeout } from '../utils/race-timeout';
 import { type ExecutionOutcome, JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { describeJobId, whyNotRunnable } from './runnable-row';
+import { SlotReservation } from './slot-reservation';
 import { Wakeup } from './wakeup';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
@@ -49,6 +50,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly runningPerName = new Map<string, number>();
   /** Claims in flight, and per name how many of them may return a job of it. */
   private claimsInFlight = 0;
+  /** Slots `runNow` calls hold while they claim (see `reserveSlot`): the poll loop and other runNows leave them free. */
+  private reservedSlots = 0;
   private readonly claimingPerName = new Map<string, number>();
   private readonly wakeup = new Wakeup();
   private loop?: Promise<void>;
@@ -101,6 +104,20 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.wakeup.wake();
   }
 
+  /**
+   * For `runNow`: holds one of the process's `concurrency` slots from before its claim until `execute` starts the job
+   * in it (or `release()` when nothing is claimed). Null when every slot is running a job or held: the process is
+   * busy, and nothing should be claimed.
+   */
+  reserveSlot(): SlotReservation | null {
+    if (this.running.size + this.reservedSlots >= this.options.concurrency) return null;
+    this.reservedSlots += 1;
+    return new SlotReservation((freed) => {
+      this.reservedSlots -= 1;
+      if (freed) this.wakeup.wake(); // the poll loop may claim into it now
+    });
+  }
+
   /** Aborts this process's executions of a job, if any. */
   abortLocal(jobId: string, reason: Error): void {
     for (const entry of this.running.values()) {
@@ -131,8 +148,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /**
    * Runs a claimed job to its end in this process and writes its result (poll loop and `runNow`). Never rejects:
    * a row that cannot run as stored is set aside (`failed`), and the outcome says the handler did not start.
+   * `reservation`: the slot `runNow` reserved for this claim, which the job starts in.
    */
-  async execute(claim: ClaimedJob): Promise<ExecutionOutcome> {
+  async execute(claim: ClaimedJob, reservation?: SlotReservation): Promise<ExecutionOutcome> {
+    // Before any await: the reserved slot passes to this job at once, and no other claim can take it meanwhile.
+    reservation?.passToJob();
     const jobId = describeJobId(claim.doc?._id);
     try {
       const problem = whyNotRunnable(claim.doc);
@@ -152,6 +172,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     const handler = this.registry.get(name);
     if (!handler) return `no handler for "${name}" in this process`;
     if (this.stopping) return 'the worker is shutting down';
+    // A poll-loop claim that landed after runNow calls took the free slots (or a runNow that reserved none).
+    if (this.running.size + this.reservedSlots >= this.options.concurrency) {
+      return `this process is at its concurrency (${this.options.concurrency})`;
+    }
     if ((this.runningPerName.get(name) ?? 0) >= handler.concurrency) {
       return `"${name}" is at its concurrency limit (${handler.concurrency}) in this process`;
     }
@@ -257,7 +281,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private async pollOnce(): Promise<void> {
-    if (this.running.size >= this.options.concurrency) {
+    if (this.running.size + this.reservedSlots >= this.options.concurrency) {
       this.lastPollAt = now(); // all slots busy is "on schedule" too
       await this.wakeup.sleep(this.options.pollIntervalMs);
       return;
@@ -308,7 +332,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     return (
       !this.stopping &&
       inFlight < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, claimed)) &&
-      this.running.size + this.claimsInFlight < this.options.concurrency
+      this.running.size + this.reservedSlots + this.claimsInFlight < this.options.concurrency
     );
   }
 

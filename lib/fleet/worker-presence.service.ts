@@ -119,7 +119,8 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
       startedAt: this.startedAt as Date,
       lastSeenAt: seenAt,
       concurrency: this.options.concurrency,
-      names: [...this.claims.claimableNames([])].sort(),
+      // Every name run here, also a limited one its claims skip this poll (at its limit, or found empty).
+      names: [...this.claims.runNames()].sort(),
       running: this.runner.pollState().running,
       version: LIBRARY_VERSION,
       refreshIntervalMs: this.refreshMs,
