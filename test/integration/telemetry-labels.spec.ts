@@ -52,7 +52,7 @@ describe('OpenTelemetry label values bounded (3,000 run-time names from another 
       const items = Array.from({ length: 500 }, (_, i) => ({
         name: `tenant.${offset + i}.sync`,
         payload: {},
-        opts: { delayMs: HOUR_MS, strict: false },
+        options: { delayMs: HOUR_MS, strict: false },
       }));
       await other.jobs.enqueueMany(items);
     }
