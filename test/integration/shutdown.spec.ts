@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Connection } from 'mongoose';
 import { type JobExecutionContext, JobHandler, WorkerShutdownError } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
@@ -21,7 +21,7 @@ async function readJob(dbName: string) {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const seen: { jobId: string; reason?: unknown }[] = [];
+const seen: { jobId: string; reason?: unknown; abortedAt?: number }[] = [];
 
 @Injectable()
 class ShutdownHandlers {
@@ -35,6 +35,7 @@ class ShutdownHandlers {
       ctx.signal.addEventListener('abort', () => {
         clearTimeout(timer);
         entry.reason = ctx.signal.reason;
+        entry.abortedAt = Date.now();
         reject(ctx.signal.reason);
       });
     });
@@ -44,6 +45,21 @@ class ShutdownHandlers {
   async deaf(payload: { ms: number }, ctx: JobExecutionContext) {
     seen.push({ jobId: ctx.jobId });
     await sleep(payload.ms);
+  }
+}
+
+/** How long the application's own shutdown hook takes in the test below. */
+const APP_HOOK_MS = 1_000;
+
+/**
+ * An application provider whose `beforeApplicationShutdown` takes a while (draining requests, say). Nest runs it
+ * after the jobs module's `onModuleDestroy` (phase by phase) and before its `beforeApplicationShutdown` (the jobs
+ * module is global: its hooks come last in each phase).
+ */
+@Injectable()
+class SlowToShutDown implements BeforeApplicationShutdown {
+  async beforeApplicationShutdown() {
+    await sleep(APP_HOOK_MS);
   }
 }
 
@@ -103,6 +119,23 @@ describe('graceful shutdown', () => {
     const dbName = app.connection.name;
     await app.close();
     expect(await readJob(dbName)).toMatchObject({ status: 'completed', attemptCount: 0 });
+  });
+
+  it('counts the grace period from the jobs module’s first shutdown hook, through the app’s hooks that run later', async () => {
+    const grace = 1_500;
+    const app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('shutdown'),
+      options: { pollIntervalMs: 20, shutdownGraceMs: grace },
+      providers: [ShutdownHandlers, SlowToShutDown],
+    });
+    const job = await app.jobs.enqueue('cooperative', { ms: 60_000 });
+    await waitFor(() => seen.some((s) => s.jobId === job.id), 'the handler to start');
+    const started = Date.now();
+    await app.close();
+    const abortedAfter = (seen.find((s) => s.jobId === job.id)?.abortedAt ?? Number.NaN) - started;
+    // One deadline from the first hook: the app's 1 s hook ran meanwhile and did not push the abort to 2.5 s.
+    expect(abortedAfter).toBeGreaterThanOrEqual(grace - 20);
+    expect(abortedAfter).toBeLessThan(grace + APP_HOOK_MS / 2);
   });
 
   it('is safe to call twice', async () => {
