@@ -66,7 +66,11 @@ export interface JobsModuleOptions {
   leaseMs?: number;
   /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
   heartbeatIntervalMs?: number;
-  /** How long shutdown waits for running handlers before aborting them, in ms. @default 10000 */
+  /**
+   * How long shutdown waits for running handlers before aborting them, in ms, counted from the module's first shutdown
+   * hook. Every shutdown step gives up `shutdownGraceMs` + 3 s after that hook, whatever the database does (README,
+   * Graceful shutdown). @default 10000
+   */
   shutdownGraceMs?: number;
   /** Attempts before a job is dead-lettered (a lost lease counts as one). @default 5 */
   maxAttempts?: number;
