@@ -37,7 +37,7 @@ export { jobErrorMessage } from './http/job-error-message';
 export { jobErrorStatus } from './http/job-error-status';
 export { JobsExceptionFilter } from './http/jobs-exception.filter';
 export { requireJob } from './http/require-job';
-export { JOB_HANDLER_METADATA } from './jobs.constants';
+export { JOB_HANDLER_METADATA, MAX_ENQUEUE_ATTEMPTS } from './jobs.constants';
 export { JobsModule } from './jobs.module';
 export type { JobsOptionsFactory } from './jobs.module-definition';
 export type {
@@ -59,11 +59,12 @@ export type {
   RunNowOutcome,
 } from './jobs.types';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status';
+export { MAX_PING_TIMEOUT_MS, type WorkerStatusOptions } from './liveness/worker-status-options';
 export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types';
 export type { JobMetrics, JobMetricsBucket, JobNameMetrics } from './query/job-metrics';
 export type { JobMetricsOptions } from './query/job-metrics-options';
 export type { JobListPage, ListJobsOptions } from './query/list-jobs-options';
-export type { PurgeOptions } from './retention/purge-options';
+export { MAX_PURGE_LIMIT, type PurgeOptions } from './retention/purge-options';
 export type {
   CatalogueEnqueueArgs,
   CatalogueEnqueueItem,

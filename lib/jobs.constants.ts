@@ -41,6 +41,12 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Writes racing on a dedupe scope that changes hands (enqueue, retry) are repeated this many times at most. */
 export const DEDUPE_WRITE_TRIES = 5;
 
+/**
+ * Highest `maxAttempts` an enqueue may ask for: more is a mistake (1e300 would retry for ever, one backoff at a
+ * time), and a job's attempt history keeps only the last MAX_ATTEMPT_HISTORY anyway.
+ */
+export const MAX_ENQUEUE_ATTEMPTS = 1_000;
+
 /** Longest accepted job name. */
 export const MAX_JOB_NAME_LENGTH = 200;
 
@@ -54,7 +60,7 @@ export const DEFAULT_JOBS_OPTIONS = {
   maxAttempts: 5,
   backoff: { baseMs: 1000, maxMs: 900_000 },
   indexSetupTimeoutMs: 60_000,
-  telemetry: { metricsIntervalMs: 15_000 },
+  telemetry: { metricsIntervalMs: 15_000, extraJobNames: [] },
   retention: {
     completed: 7 * 86_400_000,
     dead: 30 * 86_400_000,

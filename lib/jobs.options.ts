@@ -39,6 +39,14 @@ export interface TelemetryOptions {
    * @default 15000
    */
   metricsIntervalMs?: number;
+  /**
+   * Job names that metrics report under their own `messaging.destination.name`, besides the names this process has
+   * handlers for (e.g. what an enqueue-only app sends). Every other name is reported as `_other`, so job names made
+   * at run time (`tenant.${id}.sync`) cannot grow the number of series without bound. At most 1,000 names; spans
+   * always carry the real name.
+   * @default []
+   */
+  extraJobNames?: readonly string[];
 }
 
 /** Options of `JobsModule.forRoot()` / the factory of `forRootAsync()`. */
@@ -47,7 +55,10 @@ export interface JobsModuleOptions {
   collectionName?: string;
   /** Run a worker (poll loop) in this process; `false` makes an enqueue-only process. @default true */
   worker?: boolean;
-  /** Jobs this process runs at once, across all handlers. @default 4 */
+  /**
+   * Jobs this process runs at once, across all handlers, those `runNow` starts included (beyond it, runNow answers
+   * `conflict` with reason `busy`). @default 4
+   */
   concurrency?: number;
   /** Wait between polls that found nothing to do, in ms. @default 1000 */
   pollIntervalMs?: number;
@@ -55,7 +66,11 @@ export interface JobsModuleOptions {
   leaseMs?: number;
   /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
   heartbeatIntervalMs?: number;
-  /** How long shutdown waits for running handlers before aborting them, in ms. @default 10000 */
+  /**
+   * How long shutdown waits for running handlers before aborting them, in ms, counted from the module's first shutdown
+   * hook. Every shutdown step gives up `shutdownGraceMs` + 3 s after that hook, whatever the database does (README,
+   * Graceful shutdown). @default 10000
+   */
   shutdownGraceMs?: number;
   /** Attempts before a job is dead-lettered (a lost lease counts as one). @default 5 */
   maxAttempts?: number;

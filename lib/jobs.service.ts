@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
-import { JobClaimService } from './claim/job-claim.service';
+import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service';
 import { DedupeConflictError } from './errors/dedupe-conflict.error';
@@ -26,6 +26,8 @@ import type {
 } from './jobs.types';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
+import type { WorkerStatusOptions } from './liveness/worker-status-options';
+import { isInSource } from './persistence/claim-queries';
 import { type JobDocument, toJobRecord } from './persistence/job.schema';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
 import { JobsRepository } from './persistence/jobs.repository';
@@ -92,7 +94,8 @@ export class JobsService {
    * without aborting the transaction (one upsert, no duplicate-key error), and the `enqueued` event and local wake-up
    * wait for the commit (none for a rolled-back job). Two transactions taking one key at once: the second gets a
    * write conflict (`TransientTransactionError`) that `withTransaction` retries.
-   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError (also for an option key it does not know, such as
+   * a misspelt `dedupe_key`, a `runAt` outside the years 2000–9999 or a `maxAttempts` above 1,000)
    * @throws InvalidSessionError for a session that is not a ClientSession, is another MongoClient's, or has ended.
    * @throws UniqueIndexRejectedJobError when a unique index of the application (not the library's) rejects the job.
    * @throws DedupeKeyContendedError when the key changed hands at every try (its jobs finish as fast as they come).
@@ -123,7 +126,8 @@ export class JobsService {
    *
    * Once the app declares a `JobPayloads` catalogue, each item is checked by its own name as `enqueue` checks it
    * (an undeclared name needs `options: { strict: false }`).
-   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written.
+   * @throws UnknownJobError, InvalidPayloadError, InvalidOptionError before anything is written (also for a key an
+   * item, its `options` or the batch `options` does not have, such as an item's `opts`).
    * @throws UniqueIndexRejectedJobError, DedupeKeyContendedError as `enqueue` does; the other items may be stored
    * (each stored one emits `enqueued`).
    * @throws InvalidSessionError as `enqueue` does; `options.session` covers the whole batch as `enqueue`'s does one
@@ -248,12 +252,13 @@ export class JobsService {
   /**
    * Deletes finished jobs of one status now, whatever their retention, optionally only those of one `name` and those
    * finished before `finishedBefore`; resolves how many it deleted. Deletes in bounded batches (each a short command),
-   * as many as it takes. A cron tick's job younger than a day (and an hour) is kept: it is what keeps that tick from
-   * running twice. A job cancelled while running is kept until its `lockedUntil` (its handler may still run, and the
-   * row holds its fleet-limit slots): a later call deletes it.
+   * as many as it takes, or at most `limit` (an integer from 1 to 1,000): call again while it returns `limit`. A cron
+   * tick's job younger than a day (and an hour) is kept: it is what keeps that tick from running twice. A job
+   * cancelled while running is kept until its `lockedUntil` (its handler may still run, and the row holds its
+   * fleet-limit slots): a later call deletes it.
    * @throws InvalidOptionError for a status that is not `completed`, `dead`, `failed` or `cancelled` (a pending or
-   * running job is never purged), an empty name, an invalid date, or an option it does not know (a misspelt key would
-   * otherwise widen the deletion); nothing is deleted.
+   * running job is never purged), an empty name, an invalid date, a `limit` that is not an integer from 1 to 1,000,
+   * or an option it does not know (a misspelt key would otherwise widen the deletion); nothing is deleted.
    * @example await jobs.purge({ status: 'dead', name: 'email.send', finishedBefore: new Date(Date.now() - 86_400_000) });
    */
   async purge(options: PurgeOptions): Promise<number> {
@@ -299,12 +304,17 @@ export class JobsService {
   }
 
   /**
-   * Figures per job name for dashboards: rows per status, queue latency (age of the oldest due pending job) and the
+   * Figures for dashboards: per job name, rows per status and queue latency (age of the oldest due pending job); the
    * jobs completed, dead and failed per `bucketMs` over the last `windowMs` (by `finishedAt`; buckets aligned on
-   * multiples of `bucketMs`, the window rounded out to whole buckets). Reads the whole collection once per call.
+   * multiples of `bucketMs`, the window rounded out to whole buckets) for the whole queue (`total`) and for a few names:
+   * those in `names`, or by default up to 20 with the most failed + dead rows. Every name with rows is counted; only the
+   * charted ones carry `buckets` (null otherwise), so the answer stays small however many names there are. Reads the
+   * whole collection once per call.
    * @throws InvalidOptionError for a `windowMs` or integer `bucketMs` not in (0, 1e12], a bucket wider than the
-   * window, or more than 1,000 buckets.
-   * @example const { names } = await jobs.metrics({ windowMs: 3_600_000, bucketMs: 60_000 });
+   * window, more than 1,000 buckets, `names` that is not an array of at most 50 job names, or `names` whose series
+   * (plus the total) would carry more than 8,000 buckets in all.
+   * @example const { names, total } = await jobs.metrics({ windowMs: 3_600_000, bucketMs: 60_000 });
+   * @example const { names } = await jobs.metrics({ windowMs: 86_400_000, bucketMs: 3_600_000, names: ['email.send'] });
    */
   async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
     return collectJobMetrics(this.repository, resolveMetricsOptions(options), now());
@@ -314,8 +324,10 @@ export class JobsService {
    * Liveness of this process: `up` when the database answers a ping within `timeoutMs` and, for a worker, the poll
    * loop finished an iteration within 3 × `pollIntervalMs` and its last 3 claims did not all fail (a `down` status
    * carries the `reason`). What `JobsHealthIndicator` reports, for apps without `@nestjs/terminus`.
+   * @throws InvalidOptionError (the promise rejects) for options that are not an object, an option it does not know,
+   * or a `timeoutMs` that is not a number of milliseconds above 0 and at most 60,000; nothing is pinged.
    */
-  workerStatus(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
+  async workerStatus(options: WorkerStatusOptions = {}): Promise<JobsWorkerStatus> {
     return this.monitor.status(options);
   }
 
@@ -334,21 +346,60 @@ export class JobsService {
    * attempt counted; if that was its last attempt it is dead-lettered instead (`dead_lettered`) and nothing runs.
    * A row the server refuses to claim as stored is set aside as `failed` (`not_started`, with the reason).
    * A job whose name has no handler in this process, one running under a live lease, one not yet due, or one
-   * already finished is a conflict, and the row is left as it was.
+   * already finished is a conflict, and the row is left as it was; so is a job it could take while every one of the
+   * process's `concurrency` slots is running a job (`busy`), and one whose name is at a fleet-wide limit
+   * (`limit_reached`).
    */
   async runNow(id: string): Promise<RunNowOutcome> {
     const jobId = parseJobId(id);
     if (!jobId) return { kind: 'not_found' };
-    const taken = await this.claims.claimById(jobId);
-    if (taken.kind === 'missed') return this.runNowConflict(jobId);
-    if (taken.kind === 'limited') return this.runNowConflict(jobId, 'limit_reached');
-    if (taken.kind === 'set_aside') return this.runNowSetAside(jobId, taken.reason);
-    const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim) : undefined;
-    const after = await this.repository.findById(jobId);
-    if (!after) return { kind: 'not_found' };
-    if (outcome?.kind === 'not_started')
-      return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
-    return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    // A slot of `concurrency` is held before the claim: a busy process claims nothing (the row is untouched), and no
+    // claim of the poll loop takes the slot meanwhile.
+    const reservation = this.runner.reserveSlot();
+    if (!reservation) return this.runNowBusy(jobId);
+    try {
+      const taken = await this.claimForRunNow(jobId);
+      if (taken.kind === 'missed') return await this.runNowConflict(jobId);
+      if (taken.kind === 'limited') return await this.runNowConflict(jobId, 'limit_reached');
+      if (taken.kind === 'set_aside') return await this.runNowSetAside(jobId, taken.reason);
+      const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim, reservation) : undefined;
+      const after = await this.repository.findById(jobId);
+      if (!after) return { kind: 'not_found' };
+      if (outcome?.kind === 'not_started')
+        return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+      return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    } finally {
+      reservation.release();
+    }
+  }
+
+  /**
+   * `claimById`, tried again when it missed a row that a read right after shows takeable: the row changed state during
+   * the claim (a claim of a poll loop handed back, say), and its answer would be a conflict it does not have.
+   */
+  private async claimForRunNow(jobId: Types.ObjectId): Promise<ClaimByIdResult> {
+    for (let tries = 1; ; tries += 1) {
+      const taken = await this.claims.claimById(jobId);
+      if (taken.kind !== 'missed' || tries === RUN_NOW_CLAIM_TRIES) return taken;
+      const doc = await this.repository.findById(jobId);
+      if (!doc || !this.takeableNow(doc)) return taken;
+    }
+  }
+
+  /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
+  private async runNowBusy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    if (!doc) return { kind: 'not_found' };
+    const reason = this.takeableNow(doc) ? 'busy' : conflictReason(doc, this.registry);
+    return { kind: 'conflict', reason, job: toJobRecord(doc) };
+  }
+
+  /** A row `runNow` would take now: due, or running with its lease run out, and with a handler here. */
+  private takeableNow(doc: JobDocument): boolean {
+    const at = now();
+    return (
+      this.registry.get(doc.name) !== undefined && (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
+    );
   }
 
   /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
@@ -363,6 +414,9 @@ export class JobsService {
     return { kind: 'conflict', reason: reason ?? conflictReason(doc, this.registry), job: toJobRecord(doc) };
   }
 }
+
+/** Claims of one `runNow` that miss a row which is takeable again right after (see `claimForRunNow`). */
+const RUN_NOW_CLAIM_TRIES = 3;
 
 function conflictReason(doc: JobDocument, registry: JobHandlerRegistry): RunNowConflictReason {
   if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';

@@ -3,13 +3,13 @@ import type { JobRecord } from './persistence/job.types';
 
 /** Options of `JobsService.enqueue`. */
 export interface EnqueueOptions {
-  /** Earliest run time. Mutually exclusive with `delayMs`. @default now */
+  /** Earliest run time, in the years 2000 to 9999 (UTC). Mutually exclusive with `delayMs`. @default now */
   runAt?: Date;
   /** Run after this many ms. Mutually exclusive with `runAt`. */
   delayMs?: number;
   /** Higher runs first among due jobs. @default 0 */
   priority?: number;
-  /** Attempts before dead-lettering. @default the handler's, else the module's `maxAttempts` */
+  /** Attempts before dead-lettering, an integer from 1 to 1,000. @default the handler's, else the module's `maxAttempts` */
   maxAttempts?: number;
   /**
    * At most one pending or running job per key: enqueueing again returns the existing job. The key is freed
@@ -61,9 +61,11 @@ export interface EnqueueItem<TPayload = unknown> {
  * Why `JobsService.runNow` ran nothing: `locked` — running under a live lease; `not_due` — pending with a future
  * `runAt`; `terminal` — already completed, dead, failed or cancelled; `no_handler` — no `@JobHandler` for its name
  * in this process (it is left for a process that has one); `limit_reached` — its name (or group) is at a fleet-wide
- * limit (`globalConcurrency`, `groupConcurrency`, `rateLimit`): runNow does not exceed them.
+ * limit (`globalConcurrency`, `groupConcurrency`, `rateLimit`): runNow does not exceed them; `busy` — the job could
+ * run, but this process already runs `concurrency` jobs (the poll loop's and runNow's together): runNow does not
+ * exceed it, and nothing was claimed.
  */
-export type RunNowConflictReason = 'locked' | 'not_due' | 'terminal' | 'no_handler' | 'limit_reached';
+export type RunNowConflictReason = 'locked' | 'not_due' | 'terminal' | 'no_handler' | 'limit_reached' | 'busy';
 
 /** Result of `JobsService.runNow`. */
 export type RunNowOutcome =

@@ -8,7 +8,7 @@ import type { ResolvedJobsOptions } from '../jobs.options';
 import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits';
 import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim';
 import type { ClaimScope, ClaimSource } from '../persistence/claim-queries';
-import { classifyWriteError, isDocumentUpdateError } from '../persistence/database-errors';
+import { classifyWriteError, isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors';
 import type { JobDocument } from '../persistence/job.schema';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { JobRetention } from '../retention/job-retention.service';
@@ -251,6 +251,15 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
+   * The names this process runs (every name with a handler here, or `runOnly`), fixed at bootstrap: what `drain`
+   * waits for by default and what the fleet view lists. Unlike `claimableNames`, a limited name at its limit or found
+   * empty is still one of them. Callers must not change the list.
+   */
+  runNames(): readonly string[] {
+    return this.runnable;
+  }
+
+  /**
    * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those, and minus
    * the names a claim skips until the next poll (limited names found full or empty, unlimited names found empty beside
    * them). None left: the poll loop sends no claim and waits for its claims in flight, as when every name is at its
@@ -424,16 +433,17 @@ export class JobClaimService implements OnApplicationBootstrap {
       const doc = await this.repository.takeById(source, row._id, at, lockId, addMs(at, this.options.leaseMs), names);
       return doc ? { doc, lockId } : 'changed';
     } catch (error) {
-      if (!isDocumentUpdateError(error) || error.code !== refusal.code) throw error;
+      if (!isDocumentUpdateError(error) || !isSameRefusal(error, refusal)) throw error;
       return { setAside: await this.setAside(source, row, error.message, at) };
     }
   }
 
   /**
    * Marks a refused row `failed`; resolves the reason, or null when the row no longer matched or the server refused
-   * that write too (the row is then skipped in memory). Any other failure of that write is thrown: the row is probed
-   * again on a later poll. A concurrent claim step that hits the same row waits for the first one's write (which
-   * alone logs and emits), and a row already skipped in memory is not written again.
+   * that write too for its document (the row is then skipped in memory). Any other failure of that write (network,
+   * an unfamiliar server code) is thrown: the row is probed again on a later poll. A concurrent claim step that hits
+   * the same row waits for the first one's write (which alone logs and emits), and a row already skipped in memory is
+   * not written again.
    */
   private setAside(
     source: ClaimSource,

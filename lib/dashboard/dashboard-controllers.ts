@@ -23,6 +23,7 @@ import { requireJob } from '../http/require-job';
 import { JobsService } from '../jobs.service';
 import type { JobRecord, JobStatus } from '../persistence/job.types';
 import type { JobMetrics } from '../query/job-metrics';
+import { MAX_PURGE_LIMIT } from '../retention/purge-options';
 import { type BulkRetryResult, bulkRetry } from './bulk-retry';
 import { createDashboardPageController } from './dashboard-page.controller';
 import {
@@ -39,9 +40,6 @@ import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
 import { DashboardRouteMetadata } from './route-metadata';
 
 /** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
-/** Jobs one `POST purge` deletes at most (as bulk retry's cap: a request's work is bounded). */
-const PURGE_PER_CALL = 1_000;
-
 const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfies Record<string, JobStatus>;
 
 /**
@@ -51,7 +49,7 @@ const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfi
  */
 export function createDashboardControllers(options: ResolvedDashboardOptions): Type<unknown>[] {
   const guards = options.guard ? [options.guard] : [];
-  const view = (job: JobRecord): DashboardJobRecord => dashboardRecord(job, options.showPayloads);
+  const view = (job: JobRecord): DashboardJobRecord => dashboardRecord(job, options);
 
   @Controller(`${options.path}/api`)
   @UseGuards(...guards)
@@ -110,9 +108,12 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
     @Post('purge')
     @HttpCode(HttpStatus.OK)
     async purge(@Body() body: unknown): Promise<{ deleted: number; more: boolean }> {
-      // Bounded like bulk retry: one request never runs for minutes; `more` says to call again.
-      const deleted = await this.jobs.purge({ ...purgeOptionsFromBody(body), limit: PURGE_PER_CALL });
-      return { deleted, more: deleted === PURGE_PER_CALL };
+      // Bounded like bulk retry: one request never runs for minutes; `more` says to call again. The body's own
+      // `limit` (checked by `purge`: null, 0 or 1,001 are refused, not replaced) can only ask for fewer.
+      const options = purgeOptionsFromBody(body);
+      const limit = options.limit === undefined ? MAX_PURGE_LIMIT : options.limit;
+      const deleted = await this.jobs.purge({ ...options, limit });
+      return { deleted, more: deleted === limit };
     }
 
     /** 200 with the row when the job is in the action's target status afterwards; 409 with the row otherwise. */

@@ -27,12 +27,15 @@ export function listOptionsFromQuery(query: QueryString): ListJobsOptions {
   return options as ListJobsOptions;
 }
 
-/** `metrics`' options from a query string, each defaulting to the last hour by minute. */
+/**
+ * `metrics`' options from a query string, the window defaulting to the last hour by minute; `names` repeated, one job
+ * name per value (not comma-separated: a job name may hold a comma).
+ */
 export function metricsOptionsFromQuery(query: QueryString): JobMetricsOptions {
   const options: Record<string, unknown> = Object.assign(Object.create(null), DEFAULT_METRICS_OPTIONS);
   for (const [key, raw] of Object.entries(query)) {
-    const value = single(key, raw);
-    options[key] = key === 'windowMs' || key === 'bucketMs' ? integer(key, value) : value;
+    if (key === 'names') options.names = Array.isArray(raw) ? raw : [raw];
+    else options[key] = key === 'windowMs' || key === 'bucketMs' ? integer(key, single(key, raw)) : single(key, raw);
   }
   return options as unknown as JobMetricsOptions;
 }

@@ -35,6 +35,13 @@ export interface JobsDashboardOptions {
    * @default []
    */
   allowedOrigins?: readonly string[];
+  /**
+   * Include failed attempts' `stack` in answers, and show it in the page's job panel: the error's stack and its
+   * `cause` chain, which can name hosts, file paths, queries or credentials (a driver's connection error). Without
+   * it, attempts keep their `error` message and `errorClass`. Separate from `showPayloads`: debugging a failure
+   * should not require exposing customers' data, nor the other way round. @default false
+   */
+  showStacks?: boolean;
 }
 
 /** The options with defaults applied; `path` has no leading or trailing slash. */
@@ -45,6 +52,7 @@ export interface ResolvedDashboardOptions {
   showPayloads: boolean;
   routeMetadata: Readonly<Record<string, unknown>>;
   allowedOrigins: ReadonlySet<string>;
+  showStacks: boolean;
 }
 
 const DASHBOARD_OPTION_KEYS: readonly string[] = [
@@ -55,6 +63,7 @@ const DASHBOARD_OPTION_KEYS: readonly string[] = [
   'showPayloads',
   'routeMetadata',
   'allowedOrigins',
+  'showStacks',
 ];
 /** URL path segments of unreserved characters only: no `..`, query, fragment or route pattern syntax. */
 const PATH_PATTERN = /^(?!.*(?:^|\/)\.{1,2}(?:\/|$))[A-Za-z0-9._~-]+(?:\/[A-Za-z0-9._~-]+)*$/;
@@ -70,7 +79,8 @@ export function resolveDashboardOptions(options: JobsDashboardOptions = {}): Res
     throw new InvalidOptionError(unknown, given, `is not a dashboard option (${DASHBOARD_OPTION_KEYS.join(', ')})`);
   }
   const { path = 'jobs', guard, allowAnonymous = false, readOnly = false, showPayloads = false } = options;
-  for (const [name, value] of Object.entries({ allowAnonymous, readOnly, showPayloads })) {
+  const { showStacks = false } = options;
+  for (const [name, value] of Object.entries({ allowAnonymous, readOnly, showPayloads, showStacks })) {
     if (typeof value !== 'boolean') throw new InvalidOptionError(name, value, 'must be a boolean');
   }
   if (guard !== undefined && typeof guard !== 'function') {
@@ -90,6 +100,7 @@ export function resolveDashboardOptions(options: JobsDashboardOptions = {}): Res
     guard: guard ?? null,
     readOnly,
     showPayloads,
+    showStacks,
     routeMetadata: resolveRouteMetadata(options.routeMetadata),
     allowedOrigins: resolveAllowedOrigins(options.allowedOrigins),
   };

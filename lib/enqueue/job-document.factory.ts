@@ -5,17 +5,31 @@ import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { JobsExplorer } from '../discovery/jobs.explorer';
 import { InvalidOptionError } from '../errors/invalid-option.error';
 import { UnknownJobError } from '../errors/unknown-job.error';
-import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
+import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_ENQUEUE_ATTEMPTS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import type { EnqueueOptions } from '../jobs.types';
 import { dedupeScope } from '../persistence/dedupe-scope';
 import type { NewJobDocument } from '../types/new-job-document';
 import { addMs, now } from '../utils/clock';
 import { assertStorablePayload } from '../utils/payload-validator';
-import { duration, finiteNumber, nonEmptyString, positiveInteger } from '../utils/validate';
+import {
+  duration,
+  finiteNumber,
+  integerInRange,
+  nonEmptyString,
+  onlyKnownKeys,
+  positiveInteger,
+} from '../utils/validate';
+import { ENQUEUE_OPTION_KEYS } from './enqueue-option-keys';
 
 /** Longest `group` enqueue option. */
 const MAX_GROUP_LENGTH = 256;
+
+/**
+ * The years a `runAt` may fall in: a four-digit year, as ISO 8601 writes it (JSON, the dashboard, logs); anything
+ * else is a unit or parsing mistake (seconds for ms, a two-digit year), never a date a job is meant to run at.
+ */
+const RUN_AT_YEARS = { first: 2000, last: 9999 } as const;
 
 /** Validates an enqueue request and builds the document to insert; throws before anything is written. */
 @Injectable()
@@ -31,6 +45,7 @@ export class JobDocumentFactory {
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionError('options', options, 'must be an object');
     }
+    onlyKnownKeys(options, ENQUEUE_OPTION_KEYS, 'an enqueue option');
     this.explorer.exploreOnce(); // an enqueue from another module's onModuleInit may precede ours
     const handler = this.registry.get(jobName);
     if ((options.strict ?? true) && !handler && this.registry.size > 0) {
@@ -46,10 +61,11 @@ export class JobDocumentFactory {
       runAt: resolveRunAt(options, at),
       priority: options.priority === undefined ? 0 : finiteNumber('priority', options.priority),
       attemptCount: 0,
-      maxAttempts: positiveInteger(
-        'maxAttempts',
-        options.maxAttempts ?? handler?.maxAttempts ?? this.options.maxAttempts,
-      ),
+      // The handler's and module's maxAttempts were checked when they were resolved.
+      maxAttempts:
+        options.maxAttempts == null
+          ? positiveInteger('maxAttempts', handler?.maxAttempts ?? this.options.maxAttempts)
+          : integerInRange('maxAttempts', options.maxAttempts, 1, MAX_ENQUEUE_ATTEMPTS),
       attempts: [],
       fencingToken: 0,
       createdAt: at,
@@ -80,6 +96,14 @@ function resolveRunAt(options: EnqueueOptions, at: Date): Date {
   if (options.runAt !== undefined) {
     if (!(options.runAt instanceof Date) || Number.isNaN(options.runAt.getTime())) {
       throw new InvalidOptionError('runAt', options.runAt, 'must be a valid Date');
+    }
+    const year = options.runAt.getUTCFullYear();
+    if (year < RUN_AT_YEARS.first || year > RUN_AT_YEARS.last) {
+      throw new InvalidOptionError(
+        'runAt',
+        options.runAt,
+        `must be a Date in the years ${RUN_AT_YEARS.first} to ${RUN_AT_YEARS.last} (UTC)`,
+      );
     }
     return options.runAt;
   }

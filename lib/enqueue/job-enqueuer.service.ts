@@ -10,7 +10,9 @@ import type { JobDocument } from '../persistence/job.schema';
 import { type InsertOutcome, JobsRepository } from '../persistence/jobs.repository';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
 import type { NewJobDocument } from '../types/new-job-document';
+import { onlyKnownKeys } from '../utils/validate';
 import { afterCommit } from './after-commit';
+import { ENQUEUE_ITEM_KEYS, ENQUEUE_MANY_OPTION_KEYS } from './enqueue-option-keys';
 import { requireEnqueueSession } from './enqueue-session';
 import { JobDocumentFactory } from './job-document.factory';
 
@@ -72,7 +74,12 @@ export class JobEnqueuer {
     if (options === null || typeof options !== 'object') {
       throw new InvalidOptionError('options', options, 'must be an object');
     }
+    onlyKnownKeys(options, ENQUEUE_MANY_OPTION_KEYS, 'an enqueueMany option');
     const docs = items.map((item) => {
+      // An item's misspelt `opts` would otherwise store the job without its options.
+      if (item !== null && typeof item === 'object') {
+        onlyKnownKeys(item, ENQUEUE_ITEM_KEYS, 'a key of an enqueueMany item');
+      }
       // Untyped callers: the types leave `session` out of an item's options.
       const itemSession = (item?.options as EnqueueOptions | undefined)?.session;
       if (itemSession !== undefined) {

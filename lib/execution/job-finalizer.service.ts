@@ -25,8 +25,9 @@ export class JobFinalizer {
 
   /**
    * Writes the outcome while the execution still owns the row: transient database errors are retried (with
-   * backoff) until the write lands, the lease is lost, or `deadline` (shutdown) passes. A write the server refuses
-   * for good dead-letters the attempt with that reason instead, written without the part that was refused.
+   * backoff) until the write lands, the lease is lost, or `deadline` (shutdown) passes; other errors the library does
+   * not know (unfamiliar server codes included) for one lease, then the row is left to its lease. Only a write refused
+   * for its document dead-letters the attempt with that reason instead, written without the part that was refused.
    */
   async finalize(
     execution: JobExecution,

@@ -11,18 +11,19 @@ import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import type { JobCancelledError } from '../errors/job-cancelled.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import { type JobEventSubject, JobEvents } from '../events/job-events';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../jobs.constants';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import type { Lease } from '../lease/lease';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
 import type { ClaimedJob } from '../types/claimed-job';
 import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { now } from '../utils/clock';
-import { raceTimeout } from '../utils/race-timeout';
 import { type ExecutionOutcome, JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { describeJobId, whyNotRunnable } from './runnable-row';
+import { SlotReservation } from './slot-reservation';
 import { Wakeup } from './wakeup';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
@@ -51,13 +52,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly runningPerName = new Map<string, number>();
   /** Claims in flight, and per name how many of them may return a job of it. */
   private claimsInFlight = 0;
+  /** Slots `runNow` calls hold while they claim (see `reserveSlot`): the poll loop and other runNows leave them free. */
+  private reservedSlots = 0;
   private readonly claimingPerName = new Map<string, number>();
   private readonly wakeup = new Wakeup();
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
-  /** Epoch ms after which no write is waited for any more (set when shutdown begins). */
-  private shutdownDeadline: number | undefined;
   private lastPollAt: Date | null = null;
   /** When the poll loop started: a loop still in its first poll is measured from here. */
   private loopStartedAt: Date | null = null;
@@ -73,6 +74,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly finalizer: JobFinalizer,
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
+    private readonly deadline: ShutdownDeadline,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -84,23 +86,32 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /**
-   * Stop claiming, let running handlers finish within `shutdownGraceMs`, abort the rest, and write what each did.
-   * Returns within `shutdownGraceMs + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS` whatever the database does.
+   * Stop claiming, let running handlers finish until the shutdown's grace end, abort the rest, and write what each
+   * did. Returns by the module's shared shutdown deadline (`ShutdownDeadline.endsAt`) whatever the database does.
    */
   beforeApplicationShutdown(): Promise<void> {
     this.shutdownDone ??= this.shutdown();
     return this.shutdownDone;
   }
 
-  /** Epoch ms by which every shutdown write must be done (the bound `close()` keeps), once shutdown began. */
-  shutdownWritesDeadline(): number | undefined {
-    return this.shutdownDeadline;
-  }
-
   /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
   notifyEnqueued(): void {
     this.claims.jobsArrived();
     this.wakeup.wake();
+  }
+
+  /**
+   * For `runNow`: holds one of the process's `concurrency` slots from before its claim until `execute` starts the job
+   * in it (or `release()` when nothing is claimed). Null when every slot is running a job or held: the process is
+   * busy, and nothing should be claimed.
+   */
+  reserveSlot(): SlotReservation | null {
+    if (this.running.size + this.reservedSlots >= this.options.concurrency) return null;
+    this.reservedSlots += 1;
+    return new SlotReservation((freed) => {
+      this.reservedSlots -= 1;
+      if (freed) this.wakeup.wake(); // the poll loop may claim into it now
+    });
   }
 
   /** Tells this process's executions of a job, if any, that it was cancelled (see `JobExecution.cancel`). */
@@ -133,8 +144,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /**
    * Runs a claimed job to its end in this process and writes its result (poll loop and `runNow`). Never rejects:
    * a row that cannot run as stored is set aside (`failed`), and the outcome says the handler did not start.
+   * `reservation`: the slot `runNow` reserved for this claim, which the job starts in.
    */
-  async execute(claim: ClaimedJob): Promise<ExecutionOutcome> {
+  async execute(claim: ClaimedJob, reservation?: SlotReservation): Promise<ExecutionOutcome> {
+    // Before any await: the reserved slot passes to this job at once, and no other claim can take it meanwhile.
+    reservation?.passToJob();
     const jobId = describeJobId(claim.doc?._id);
     try {
       const problem = whyNotRunnable(claim.doc);
@@ -154,6 +168,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     const handler = this.registry.get(name);
     if (!handler) return `no handler for "${name}" in this process`;
     if (this.stopping) return 'the worker is shutting down';
+    // A poll-loop claim that landed after runNow calls took the free slots (or a runNow that reserved none).
+    if (this.running.size + this.reservedSlots >= this.options.concurrency) {
+      return `this process is at its concurrency (${this.options.concurrency})`;
+    }
     if ((this.runningPerName.get(name) ?? 0) >= handler.concurrency) {
       return `"${name}" is at its concurrency limit (${handler.concurrency}) in this process`;
     }
@@ -226,7 +244,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
     entry.handlerSettled = true; // only the outcome write is left
     try {
-      await this.finalizer.finalize(execution, outcome, () => this.shutdownDeadline);
+      await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
     } catch (error) {
       this.logError(`Finalizing job ${about.jobId}`, error);
     } finally {
@@ -255,7 +273,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private async pollOnce(): Promise<void> {
-    if (this.running.size >= this.options.concurrency) {
+    if (this.running.size + this.reservedSlots >= this.options.concurrency) {
       this.lastPollAt = now(); // all slots busy is "on schedule" too
       await this.wakeup.sleep(this.options.pollIntervalMs);
       return;
@@ -306,7 +324,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     return (
       !this.stopping &&
       inFlight < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, claimed)) &&
-      this.running.size + this.claimsInFlight < this.options.concurrency
+      this.running.size + this.reservedSlots + this.claimsInFlight < this.options.concurrency
     );
   }
 
@@ -346,15 +364,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async shutdown(): Promise<void> {
     this.stopping = true;
     this.wakeup.wake();
-    const graceEnd = Date.now() + this.options.shutdownGraceMs;
-    const hardEnd = graceEnd + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS;
-    this.shutdownDeadline = hardEnd;
+    // Measured from the module's first shutdown hook, not from this one: hooks before it count against the bound.
+    const { deadline } = this;
+    deadline.start();
+    const graceEnd = deadline.graceEndsAt as number;
     // A claim that hangs (database gone) is not waited for past the grace period; if it lands, it is released.
-    await settledBy(this.loop, graceEnd);
-    await settledBy(Promise.all(this.dones()), graceEnd);
+    await deadline.settledBy(this.loop, graceEnd);
+    await deadline.settledBy(Promise.all(this.dones()), graceEnd);
     for (const entry of this.running.values()) entry.execution.abort(new WorkerShutdownError(entry.execution.jobId));
-    await settledBy(Promise.all(this.dones()), Math.min(Date.now() + SHUTDOWN_SETTLE_MS, hardEnd));
-    await settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)), hardEnd);
+    await deadline.settledBy(Promise.all(this.dones()), Date.now() + SHUTDOWN_SETTLE_MS);
+    await deadline.settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)));
     for (const entry of this.running.values()) {
       if (entry.handlerSettled) continue;
       const { execution } = entry;
@@ -414,11 +433,6 @@ function ignoredAbortMessage(about: JobEventSubject, settleMs: number, reason: E
     `${still} (${reason.message}). Its lease is no longer renewed; the job is taken over once it runs out ` +
     `(${lease.expiresAt.toISOString()}), and this slot is freed then.`
   );
-}
-
-/** Resolves when `work` settles or at the absolute time `until` (epoch ms), whichever is first. Never rejects. */
-async function settledBy(work: Promise<unknown> | undefined, until: number): Promise<void> {
-  await raceTimeout(work?.catch(() => undefined) ?? Promise.resolve(), until - Date.now(), () => undefined);
 }
 
 function addCount(counts: Map<string, number>, name: string, delta: number): void {

@@ -9,7 +9,7 @@ export type PersistResult =
   | { kind: 'written' }
   /** The fence did not match: the row was cancelled or taken over. */
   | { kind: 'not_owned' }
-  /** The server refused this write for good (e.g. a document over 16 MB); sending it again cannot help. */
+  /** Refused for its document (e.g. one over 16 MB, see `isPermanentWriteError`): sending it again cannot help. */
   | { kind: 'refused'; error: unknown }
   /**
    * The lease was lost, or the shutdown deadline passed, before a write's answer came. `late` is that write, when one
@@ -17,7 +17,10 @@ export type PersistResult =
    * it did (false on an error).
    */
   | { kind: 'gave_up'; why: string; late?: Promise<boolean> }
-  /** Errors of unknown kind kept coming for one lease: the lease is no longer renewed, as after a crash. */
+  /**
+   * Errors of unknown kind (any server error not known to be transient or about the document, e.g. 11601) kept coming
+   * for one lease: the lease is no longer renewed, as after a crash.
+   */
   | { kind: 'abandoned'; error: unknown };
 
 /** Waits after the n-th transient failure: 50 ms doubling, at most 1 s. */
@@ -31,9 +34,10 @@ const TIMED_OUT = Symbol('timed out');
  * Sends `write` until it lands. Until then the execution still owns the row and its lease keeps being renewed, so a
  * database outage shorter than the lease does not turn a finished job into a reclaimed (re-run, charged) one. Stops
  * when the lease is lost (the row is then reclaimed like a crashed worker's) or when `deadline()` (epoch ms, set
- * during shutdown) passes; a write that hangs is abandoned at either point, not awaited. Errors that are neither
- * known transient nor known permanent are retried for at most `unknownErrorBudgetMs`: a write that keeps failing
- * for a reason nobody recognises must not hold the row and its slot forever.
+ * during shutdown) passes; a write that hangs is abandoned at either point, not awaited. Only an error known to be
+ * about the document written is final at once; errors that are neither known transient nor about the document (an
+ * unfamiliar server code included) are retried for at most `unknownErrorBudgetMs`: a write that keeps failing for a
+ * reason nobody recognises must not hold the row and its slot forever.
  */
 export async function persistOutcome(
   write: OutcomeWrite,

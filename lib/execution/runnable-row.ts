@@ -1,4 +1,5 @@
 import type { JobDocument } from '../persistence/job.schema';
+import { describeValue } from '../utils/describe-value';
 
 /** A readable id for any `_id` a row may have (hex for an ObjectId); never throws. */
 export function describeJobId(id: unknown): string {
@@ -24,7 +25,16 @@ export function whyNotRunnable(doc: JobDocument): string | undefined {
   }
   if (typeof row.fencingToken !== 'number') return 'its fencingToken is malformed';
   if (!(row.lockedUntil instanceof Date)) return 'its lockedUntil is malformed';
+  if (isMalformedGroup(row.group)) return `its group (${describeValue(row.group)}) is not a non-empty string`;
   return undefined;
+}
+
+/**
+ * Whether a row's `group` is neither a group (a non-empty string, as enqueue accepts) nor none (absent, or null as
+ * another tool may write it): a number, an empty string, an object, an array. Such a row cannot run as stored.
+ */
+export function isMalformedGroup(group: unknown): boolean {
+  return group !== undefined && group !== null && (typeof group !== 'string' || group === '');
 }
 
 function isObjectId(value: unknown): value is { toHexString(): string } {

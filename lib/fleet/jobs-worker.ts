@@ -12,7 +12,10 @@ export interface JobsWorker {
   /** Its last presence refresh (its own clock). */
   lastSeenAt: Date;
   concurrency: number;
-  /** Job names its poll loop claims (`runOnly`, or every name with a handler there), sorted. */
+  /**
+   * Job names its poll loop claims (`runOnly`, or every name with a handler there), sorted; a name with fleet-wide
+   * limits is listed while it is at its limit too.
+   */
   names: string[];
   /** Jobs it was running at `lastSeenAt`. */
   running: number;

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import { JobsService } from '../jobs.service';
+import type { WorkerStatusOptions } from '../liveness/worker-status-options';
 
 /**
  * Worker liveness for `@nestjs/terminus` (import from `nestjs-mongo-jobs/health`, so apps without terminus never
@@ -26,7 +27,8 @@ export class JobsHealthIndicator {
     private readonly health: HealthIndicatorService,
   ) {}
 
-  async isHealthy<const Key extends string = 'jobs'>(key: Key = 'jobs' as Key, options: { timeoutMs?: number } = {}) {
+  /** @throws InvalidOptionError for `options` `workerStatus` refuses (a `timeoutMs` not in (0, 60,000], say). */
+  async isHealthy<const Key extends string = 'jobs'>(key: Key = 'jobs' as Key, options: WorkerStatusOptions = {}) {
     const { status, ...facts } = await this.jobs.workerStatus(options);
     const details = {
       ...facts,

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import type { mongo, Types } from 'mongoose';
-import type { ClaimSource, SlotClaim, SlotField } from '../persistence/claim-queries';
-import { isDocumentUpdateError } from '../persistence/database-errors';
+import { isMalformedGroup } from '../execution/runnable-row';
+import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries';
+import { isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
 import type { JobDocument } from '../persistence/job.schema';
@@ -56,6 +57,15 @@ export class LimitedClaim {
   ) {}
 
   async take(request: LimitedTake): Promise<LimitedTakeResult> {
+    // runNow: a row that is not there to take from `source` is no matter of limits (nor of a rate token).
+    let row: JobDocument | undefined;
+    if (request.id !== undefined) {
+      const found = await this.repository.findById(request.id);
+      if (!found || found.name !== request.name || !isInSource(found, request.source, request.at)) {
+        return { kind: 'none' };
+      }
+      row = found;
+    }
     const { rateLimit } = request.limits;
     let token: TakenToken | null = null;
     if (rateLimit) {
@@ -65,7 +75,7 @@ export class LimitedClaim {
     }
     let result: LimitedTakeResult;
     try {
-      result = await this.takeWithSlots(request);
+      result = await this.takeWithSlots(request, row);
     } catch (error) {
       if (token) await this.tokens.giveBack(token).catch(() => undefined);
       if (isSlotClash(error)) return { kind: 'contended' };
@@ -86,7 +96,8 @@ export class LimitedClaim {
     return ensured;
   }
 
-  private async takeWithSlots(request: LimitedTake): Promise<LimitedTakeResult> {
+  /** `byId`: runNow's row, read by `take` (in `request.source`'s state then). */
+  private async takeWithSlots(request: LimitedTake, byId?: JobDocument): Promise<LimitedTakeResult> {
     const { name, limits, source, at, lockId, lockedUntil, skipIds } = request;
     const taken = (doc: JobDocument | Refused | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
       if (doc === null) return { kind: missing };
@@ -94,6 +105,11 @@ export class LimitedClaim {
     };
     const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
       refusedAs(id, source, () => this.repository.takeById(source, id, at, lockId, lockedUntil, [name], slots));
+    // runNow of an expired running row that holds slots: reclaimed with them, like the holders below (it may hold
+    // the only one). No match: the row changed state since it was read, and its new state is the answer.
+    if (byId && source === 'running' && (byId.concurrencySlot !== undefined || byId.groupSlot !== undefined)) {
+      return taken(await takeExactly(byId._id));
+    }
     /** `group`: only rows of that group (null: without one); nothing left there is `contended` (others may have rows). */
     const takeRow = async (slots?: SlotClaim, group?: string | null): Promise<LimitedTakeResult> => {
       if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
@@ -107,7 +123,7 @@ export class LimitedClaim {
         const row = await this.repository.peek(source, at, scope);
         if (!row) throw error;
         const retried = await takeExactly(row._id, slots);
-        if (retried !== null && 'kind' in retried && retried.error.code !== error.code) throw retried.error;
+        if (retried !== null && 'kind' in retried && !isSameRefusal(retried.error, error)) throw retried.error;
         return taken(retried, 'contended');
       }
     };
@@ -132,17 +148,17 @@ export class LimitedClaim {
     if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
     // The group slot depends on the group: find the first row outside the full groups, then take the first row of its
     // group (claims in flight that found the same row take that group's next ones instead of racing for one row).
-    const row =
-      request.id === undefined
-        ? await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), skipIds)
-        : await this.repository.findById(request.id);
+    const row = byId ?? (await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), skipIds));
     if (!row) return { kind: 'none' };
     const groupSlot = view.freeGroupSlot(row.group);
     if (groupSlot === null) return { kind: 'full' };
     const slots: SlotClaim = {};
     if (concurrencySlot !== undefined) slots.concurrencySlot = concurrencySlot;
     if (typeof groupSlot === 'string') slots.groupSlot = groupSlot;
-    if (request.id !== undefined) return taken(await takeExactly(row._id, slots), 'contended');
+    if (byId) return taken(await takeExactly(row._id, slots));
+    // A group of the wrong type (written by another tool) is no filter to take "its group's next row" by: this very row
+    // is taken, without a group slot, and the runner sets it aside (`whyNotRunnable`) instead of it stalling the name.
+    if (isMalformedGroup(row.group)) return taken(await takeExactly(row._id, slots), 'contended');
     return takeRow(slots, row.group ?? null);
   }
 }

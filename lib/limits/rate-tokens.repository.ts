@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo } from 'mongoose';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
-import { DUPLICATE_KEY } from '../persistence/duplicate-key';
+import { duplicateKeyErrorsOnly } from '../persistence/duplicate-key';
 import type { JobDocument } from '../persistence/job.schema';
 import type { RateLimit } from './fleet-limits';
 
@@ -60,8 +60,7 @@ export class RateTokensRepository {
       await this.collection.bulkWrite(ops, { ordered: false });
     } catch (error) {
       // Two processes upserting the same token at once: the other one created it.
-      const writeErrors = error instanceof mongo.MongoBulkWriteError ? [error.writeErrors].flat() : [];
-      if (writeErrors.length === 0 || writeErrors.some((writeError) => writeError.code !== DUPLICATE_KEY)) throw error;
+      if (!duplicateKeyErrorsOnly(error)) throw error;
     }
   }
 

@@ -74,11 +74,11 @@ export class SlotView {
 
   /**
    * A free slot of `group`, at random among the free ones like `freeConcurrencySlot` (null when full); undefined with
-   * no group limit or no group.
+   * no group limit, or when `group` is not a group (absent, null, or a malformed value stored by another tool).
    */
-  freeGroupSlot(group: string | undefined): string | null | undefined {
+  freeGroupSlot(group: unknown): string | null | undefined {
     const limit = this.limits.groupConcurrency;
-    if (limit === undefined || group === undefined) return undefined;
+    if (limit === undefined || typeof group !== 'string' || group === '') return undefined;
     const taken = this.takenInGroup.get(group);
     for (let draw = 0; draw < 4; draw += 1) {
       const index = Math.floor(Math.random() * limit);

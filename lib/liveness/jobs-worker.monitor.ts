@@ -6,9 +6,8 @@ import { JobsRepository } from '../persistence/jobs.repository';
 import { now } from '../utils/clock';
 import { raceTimeout } from '../utils/race-timeout';
 import type { JobsWorkerStatus } from './jobs-worker-status';
+import { resolvePingTimeout, type WorkerStatusOptions } from './worker-status-options';
 
-/** How long a health check waits for the database's ping. */
-const DEFAULT_PING_TIMEOUT_MS = 1000;
 /** A worker whose poll loop has not finished an iteration for this many poll intervals is stalled. */
 const STALLED_AFTER_POLL_INTERVALS = 3;
 /** Claims failing this many times in a row mean the loop polls on schedule but takes nothing: down. */
@@ -23,8 +22,9 @@ export class JobsWorkerMonitor {
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
-  async status(options: { timeoutMs?: number } = {}): Promise<JobsWorkerStatus> {
-    const databaseError = await pingWithin(this.repository.ping(), options.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS);
+  /** @throws InvalidOptionError for options that are not an object, an unknown key or a bad `timeoutMs`. */
+  async status(options: WorkerStatusOptions = {}): Promise<JobsWorkerStatus> {
+    const databaseError = await pingWithin(this.repository.ping(), resolvePingTimeout(options));
     const poll = this.runner.pollState();
     const status: JobsWorkerStatus = {
       status: 'up',

@@ -16,7 +16,7 @@ const RECLAIM_SORT = { lockedUntil: 1, _id: 1 } as const;
 export interface ClaimScope {
   names: string[];
   skipIds: readonly Types.ObjectId[];
-  /** Only rows of this group (null: rows without one); absent: any group. */
+  /** Only rows of this group (null: rows without one, or with `group: null`); absent: any group. */
   group?: string | null;
 }
 
@@ -44,6 +44,16 @@ function expiredFilter(now: Date): mongo.Filter<JobDocument> {
   return { status: 'running', lockedUntil: { $lte: now } };
 }
 
+/**
+ * Whether a row read by id is where a claim from `source` would take it (`dueFilter`/`expiredFilter`, in memory):
+ * `runNow` asks this before a limited name's limits, so that a finished, not-yet-due or locked row gets its own
+ * answer instead of one about the limits.
+ */
+export function isInSource(row: Pick<JobDocument, 'status' | 'runAt' | 'lockedUntil'>, source: ClaimSource, now: Date) {
+  if (source === 'pending') return row.status === 'pending' && row.runAt <= now;
+  return row.status === 'running' && row.lockedUntil !== undefined && row.lockedUntil <= now;
+}
+
 export function namesFilter(names: string[]): mongo.Filter<JobDocument> {
   return { name: { $in: names } };
 }
@@ -51,7 +61,9 @@ export function namesFilter(names: string[]): mongo.Filter<JobDocument> {
 export function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
   const filter = namesFilter(scope.names);
   if (scope.skipIds.length > 0) filter._id = { $nin: [...scope.skipIds] };
-  if (scope.group !== undefined) filter.group = scope.group === null ? { $exists: false } : scope.group;
+  // `group: null` matches rows without the field and rows where another tool stored null: both are ungrouped.
+  // (Object.assign: the typed filter of a `group?: string` field has no null.)
+  if (scope.group !== undefined) Object.assign(filter, { group: scope.group });
   return filter;
 }
 

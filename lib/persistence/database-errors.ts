@@ -1,5 +1,10 @@
 import { mongo } from 'mongoose';
 
+/**
+ * Reading the driver's errors: whether a failed write may land if sent again. Modules outside `persistence/` ask
+ * these functions (and `duplicate-key.ts`) and never read an error's code or labels themselves.
+ */
+
 /** Server error codes that say "not now" (failover, shutdown, network, time limits, write concern), not "never". */
 const TRANSIENT_CODES = new Set([6, 7, 50, 64, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 
@@ -9,41 +14,69 @@ const TRANSIENT_CODES = new Set([6, 7, 50, 64, 89, 91, 134, 189, 262, 9001, 1010
  */
 const DOCUMENT_UPDATE_ERROR_CODES = new Set([2, 14, 28, 10334, 17419]);
 
+/**
+ * Every code known to be about the document a write stores, so that sending the same write again fails the same
+ * way: the update family above, a collection validator's refusal (121 DocumentValidationFailure) and an index key
+ * too large for a value of the document (17280 KeyTooLong).
+ */
+const DOCUMENT_ERROR_CODES = new Set([...DOCUMENT_UPDATE_ERROR_CODES, 121, 17280]);
+
 /** Whether the server refused an update because of the document it matched: retrying would fail the same way. */
 export function isDocumentUpdateError(error: unknown): error is mongo.MongoServerError {
-  return (
-    error instanceof mongo.MongoServerError &&
-    typeof error.code === 'number' &&
-    DOCUMENT_UPDATE_ERROR_CODES.has(error.code) &&
-    !error.hasErrorLabel('RetryableWriteError')
-  );
+  return isServerErrorWithCode(error, DOCUMENT_UPDATE_ERROR_CODES);
 }
 
-/** How a failed write may go if sent again. */
+/** Whether `error` is the same refusal as `refusal` (same code): a retry on one row confirms that row is the cause. */
+export function isSameRefusal(error: mongo.MongoServerError, refusal: { code?: unknown }): boolean {
+  return error.code === refusal.code;
+}
+
+/**
+ * How a failed write may go if sent again:
+ * - `permanent`: it is known to fail the same way (see {@link isPermanentWriteError}); do not send it again;
+ * - `transient`: known to say "not now" (network, no server to select, failover and shutdown codes, the driver's
+ *   retryable labels); send it again while the lease is live;
+ * - `unknown`: anything else, including every server error whose code is in neither list (11601 Interrupted, a code
+ *   a newer server added, a reply without a code); sent again for a bounded time, then left to the lease.
+ */
 export type WriteErrorKind = 'transient' | 'permanent' | 'unknown';
 
-/** `transient`: network, server selection, failover codes; `permanent`: see {@link isPermanentWriteError}. */
 export function classifyWriteError(error: unknown): WriteErrorKind {
   if (isPermanentWriteError(error)) return 'permanent';
   if (error instanceof mongo.MongoNetworkError || error instanceof mongo.MongoServerSelectionError) return 'transient';
   if (error instanceof mongo.MongoTopologyClosedError || error instanceof mongo.MongoNotConnectedError)
     return 'transient';
-  return error instanceof mongo.MongoServerError ? 'transient' : 'unknown';
+  if (error instanceof mongo.MongoServerError) {
+    if (hasRetryableLabel(error)) return 'transient';
+    if (typeof error.code === 'number' && TRANSIENT_CODES.has(error.code)) return 'transient';
+  }
+  return 'unknown';
 }
 
 /**
- * Whether a write failed for good: the server refused it with a non-transient error, or the driver could not even
- * send it (a command over the BSON size limit, an invalid argument). Anything else (network trouble, no server to
- * select, a primary stepping down, an error of unknown kind) may succeed if sent again.
+ * Whether a write failed for good, because of the document it writes: the server refused it with a code known to be
+ * about that document (see `DOCUMENT_ERROR_CODES`) and no retryable label, or the driver could not even send it (a
+ * command over the BSON size limit, a value it cannot serialize, an invalid argument). A server error is never
+ * permanent for being unfamiliar: only what is known to be about this document is.
  */
 export function isPermanentWriteError(error: unknown): boolean {
-  if (error instanceof mongo.MongoServerError) {
-    if (error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError')) return false;
-    return !(typeof error.code === 'number' && TRANSIENT_CODES.has(error.code));
-  }
+  if (error instanceof mongo.MongoServerError) return isServerErrorWithCode(error, DOCUMENT_ERROR_CODES);
   return (
     error instanceof mongo.MongoInvalidArgumentError ||
     error instanceof mongo.BSON.BSONError ||
     error instanceof RangeError // the BSON serializer's buffer overflow for a command over the size limit
   );
+}
+
+function isServerErrorWithCode(error: unknown, codes: ReadonlySet<number>): error is mongo.MongoServerError {
+  return (
+    error instanceof mongo.MongoServerError &&
+    typeof error.code === 'number' &&
+    codes.has(error.code) &&
+    !hasRetryableLabel(error)
+  );
+}
+
+function hasRetryableLabel(error: mongo.MongoServerError): boolean {
+  return error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError');
 }

@@ -752,29 +752,40 @@ export class JobsRepository {
   }
 
   /**
-   * Rows per name, final status and `bucketMs`-wide bucket (aligned on the epoch: `bucket` is its start in ms) of
-   * those finished in [from, until). Date arithmetic rather than `$dateTrunc`, which older servers lack.
+   * Rows of `names` per name, final status and `bucketMs`-wide bucket (aligned on the epoch: `bucket` is its start in
+   * ms) of those finished in [from, until). Date arithmetic rather than `$dateTrunc`, which older servers lack.
    */
   finishedPerBucket(
     statuses: readonly FinishedStatus[],
     from: Date,
     until: Date,
     bucketMs: number,
+    names: readonly string[],
   ): Promise<{ _id: { name: string; status: FinishedStatus; bucket: number }; count: number }[]> {
-    const finishedMs = { $subtract: ['$finishedAt', new Date(0)] };
     return this.collection
       .aggregate<{ _id: { name: string; status: FinishedStatus; bucket: number }; count: number }>([
-        { $match: { status: { $in: [...statuses] }, finishedAt: { $gte: from, $lt: until } } },
         {
-          $group: {
-            _id: {
-              name: '$name',
-              status: '$status',
-              bucket: { $subtract: [finishedMs, { $mod: [finishedMs, bucketMs] }] },
-            },
-            count: { $sum: 1 },
-          },
+          $match: { status: { $in: [...statuses] }, name: { $in: [...names] }, finishedAt: { $gte: from, $lt: until } },
         },
+        { $group: { _id: { name: '$name', status: '$status', bucket: finishedBucket(bucketMs) }, count: { $sum: 1 } } },
+      ])
+      .toArray();
+  }
+
+  /** As `finishedPerBucket`, every job name together: one group per status and bucket, however many names. */
+  finishedTotalPerBucket(
+    statuses: readonly FinishedStatus[],
+    from: Date,
+    until: Date,
+    bucketMs: number,
+  ): Promise<{ _id: { status: FinishedStatus; bucket: number }; count: number }[]> {
+    return this.collection
+      .aggregate<{ _id: { status: FinishedStatus; bucket: number }; count: number }>([
+        // Rows without a string name are counted under no name, so not in the total either.
+        {
+          $match: { status: { $in: [...statuses] }, name: { $type: 'string' }, finishedAt: { $gte: from, $lt: until } },
+        },
+        { $group: { _id: { status: '$status', bucket: finishedBucket(bucketMs) }, count: { $sum: 1 } } },
       ])
       .toArray();
   }
@@ -975,4 +986,10 @@ export interface PurgeFilter {
 export interface DeleteBatch {
   found: number;
   deleted: number;
+}
+
+/** The start (ms since the epoch) of the `bucketMs`-wide bucket holding a row's `finishedAt`. */
+function finishedBucket(bucketMs: number): Record<string, unknown> {
+  const finishedMs = { $subtract: ['$finishedAt', new Date(0)] };
+  return { $subtract: [finishedMs, { $mod: [finishedMs, bucketMs] }] };
 }

@@ -1,12 +1,13 @@
 import { JOB_STATUSES, type JobStatus } from '../persistence/job.types';
 import type { JobsRepository } from '../persistence/jobs.repository';
-import type { JobMetricsOptions } from './job-metrics-options';
+import { chartedNames } from './charted-names';
+import type { ResolvedMetricsOptions } from './job-metrics-options';
 
 /** Final statuses the time series counts: what charts plot as throughput and failures. */
 const SERIES_STATUSES = ['completed', 'dead', 'failed'] as const;
 type SeriesStatus = (typeof SERIES_STATUSES)[number];
 
-/** Jobs of one name that reached a final status within one bucket (by `finishedAt`). */
+/** Jobs that reached a final status within one bucket (by `finishedAt`). */
 export interface JobMetricsBucket {
   /** Start of the bucket (buckets are aligned on multiples of `bucketMs` since the epoch). */
   start: Date;
@@ -22,8 +23,11 @@ export interface JobNameMetrics {
   counts: Record<JobStatus, number>;
   /** Queue latency: how long the oldest due pending job has waited past its `runAt`; null when none is waiting. */
   oldestPendingAgeMs: number | null;
-  /** Oldest bucket first, every bucket of the window present (zeros included), the last one still filling. */
-  buckets: JobMetricsBucket[];
+  /**
+   * Oldest bucket first, every bucket of the window present (zeros included), the last one still filling; null for
+   * a name whose buckets were not asked for (`names`) or not among the default choice.
+   */
+  buckets: JobMetricsBucket[] | null;
 }
 
 /** What `JobsService.metrics` returns. */
@@ -32,36 +36,47 @@ export interface JobMetrics {
   at: Date;
   windowMs: number;
   bucketMs: number;
-  /** One entry per job name with at least one row, sorted by name. */
+  /** One entry per job name with at least one row, sorted by name; `buckets` only for the charted names. */
   names: JobNameMetrics[];
+  /** Every job name's finished jobs per bucket, charted or not: the queue's throughput. Same buckets as `names`. */
+  total: JobMetricsBucket[];
 }
 
 /**
- * Three aggregations (counts, queue latency, finished per bucket) assembled per name. The window is rounded out to
- * whole buckets: from the start of the bucket holding `now - windowMs` to the end of the one holding `now`.
+ * Counts and queue latency of every name, the total per bucket, then the buckets of the names asked for (or of the
+ * default choice, which needs the counts first). The window is rounded out to whole buckets: from the start of the
+ * bucket holding `now - windowMs` to the end of the one holding `now`.
  */
 export async function collectJobMetrics(
   repository: JobsRepository,
-  { windowMs, bucketMs }: JobMetricsOptions,
+  { windowMs, bucketMs, names, defaultNames }: ResolvedMetricsOptions,
   at: Date,
 ): Promise<JobMetrics> {
   const firstStart = bucketStart(at.getTime() - windowMs, bucketMs);
   const lastStart = bucketStart(at.getTime(), bucketMs);
-  const [counts, oldest, finished] = await Promise.all([
+  const from = new Date(firstStart);
+  const until = new Date(lastStart + bucketMs);
+  const emptyBuckets = (): JobMetricsBucket[] => {
+    const buckets: JobMetricsBucket[] = [];
+    for (let start = firstStart; start <= lastStart; start += bucketMs) {
+      buckets.push({ start: new Date(start), completed: 0, dead: 0, failed: 0 });
+    }
+    return buckets;
+  };
+  const perName = (charted: readonly string[]) =>
+    charted.length === 0 ? [] : repository.finishedPerBucket(SERIES_STATUSES, from, until, bucketMs, charted);
+  const [counts, oldest, totals, asked] = await Promise.all([
     repository.countByNameAndStatus(),
     repository.oldestDuePending(at),
-    repository.finishedPerBucket(SERIES_STATUSES, new Date(firstStart), new Date(lastStart + bucketMs), bucketMs),
+    repository.finishedTotalPerBucket(SERIES_STATUSES, from, until, bucketMs),
+    names && perName(names),
   ]);
   const byName = new Map<string, JobNameMetrics>();
   const entry = (name: string): JobNameMetrics => {
     let metrics = byName.get(name);
     if (!metrics) {
-      const buckets: JobMetricsBucket[] = [];
-      for (let start = firstStart; start <= lastStart; start += bucketMs) {
-        buckets.push({ start: new Date(start), completed: 0, dead: 0, failed: 0 });
-      }
       const zero = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
-      metrics = { name, counts: zero, oldestPendingAgeMs: null, buckets };
+      metrics = { name, counts: zero, oldestPendingAgeMs: null, buckets: null };
       byName.set(name, metrics);
     }
     return metrics;
@@ -75,12 +90,21 @@ export async function collectJobMetrics(
       entry(name).oldestPendingAgeMs = Math.max(0, at.getTime() - runAt.getTime());
     }
   }
-  for (const { _id, count } of finished) {
-    const index = (Number(_id.bucket) - firstStart) / bucketMs;
-    const bucket = typeof _id.name === 'string' ? entry(_id.name).buckets[index] : undefined;
+  const total = emptyBuckets();
+  for (const { _id, count } of totals) {
+    const bucket = total[(Number(_id.bucket) - firstStart) / bucketMs];
     if (bucket && isSeriesStatus(_id.status)) bucket[_id.status] = count;
   }
-  return { at, windowMs, bucketMs, names: [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1)) };
+  // A name asked for without rows gets no entry: the answer lists the names that have rows.
+  const charted = (names ?? chartedNames(byName.values(), defaultNames)).filter((name) => byName.has(name));
+  for (const name of charted) entry(name).buckets = emptyBuckets();
+  for (const { _id, count } of asked ?? (await perName(charted))) {
+    const index = (Number(_id.bucket) - firstStart) / bucketMs;
+    const bucket = typeof _id.name === 'string' ? byName.get(_id.name)?.buckets?.[index] : undefined;
+    if (bucket && isSeriesStatus(_id.status)) bucket[_id.status] = count;
+  }
+  const sorted = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
+  return { at, windowMs, bucketMs, names: sorted, total };
 }
 
 function bucketStart(ms: number, bucketMs: number): number {

@@ -2,7 +2,7 @@ import { InvalidOptionError } from '../errors/invalid-option.error';
 import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
 import { FINISHED_STATUSES, type FinishedStatus } from '../persistence/job.types';
 import type { PurgeFilter } from '../persistence/jobs.repository';
-import { nonEmptyString, positiveInteger } from '../utils/validate';
+import { integerInRange, nonEmptyString } from '../utils/validate';
 
 /** What `JobsService.purge` deletes. */
 export interface PurgeOptions {
@@ -12,15 +12,23 @@ export interface PurgeOptions {
   name?: string;
   /** Only jobs finished strictly before this instant. @default whenever they finished */
   finishedBefore?: Date;
-  /** Delete at most this many (a positive integer); the rest stays for another call. @default all that match */
+  /**
+   * Delete at most this many, an integer from 1 to 1,000 (`MAX_PURGE_LIMIT`); the rest stays for another call.
+   * @default all that match
+   */
   limit?: number;
 }
 
+/** Most jobs one bounded `purge` call (`limit`) deletes: what the dashboard's purge route deletes per request. */
+export const MAX_PURGE_LIMIT = 1_000;
+
 const PURGE_OPTION_KEYS: readonly string[] = ['status', 'name', 'finishedBefore', 'limit'];
 
-/** `purge`'s `limit`, checked: a positive integer, or no limit. */
+/** `purge`'s `limit`, checked: an integer from 1 to MAX_PURGE_LIMIT, or no limit. */
 export function purgeLimit(options: PurgeOptions): number {
-  return options.limit === undefined ? Number.POSITIVE_INFINITY : positiveInteger('limit', options.limit);
+  return options.limit === undefined
+    ? Number.POSITIVE_INFINITY
+    : integerInRange('limit', options.limit, 1, MAX_PURGE_LIMIT);
 }
 
 /** Checks `purge`'s options before anything is deleted. */

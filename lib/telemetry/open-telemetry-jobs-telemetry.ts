@@ -11,13 +11,15 @@ import type { NewJobDocument } from '../types/new-job-document';
 import { errorInfo } from '../utils/error-info';
 import { JobCountGauges } from './job-count-gauges';
 import type { AttemptTelemetry, JobsTelemetry } from './jobs-telemetry';
+import type { MetricLabels } from './metric-labels';
 import type { OpenTelemetryApi } from './opentelemetry-api.loader';
 import * as names from './telemetry-names';
 
 /**
  * `JobsTelemetry` on the OpenTelemetry API: tracer and meter come from the globally registered providers (the
  * API's no-op ones until the app registers an SDK). Spans follow the messaging conventions with the job name as
- * destination; the pending/running gauges are `JobCountGauges`.
+ * destination; metrics label it (and `error.type`) through `MetricLabels`, so their series stay bounded; the
+ * pending/running gauges are `JobCountGauges`.
  */
 export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestroy {
   private readonly tracer: Tracer;
@@ -29,7 +31,7 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
   private readonly renewals: Counter;
   private readonly losses: Counter;
   private readonly gauges: JobCountGauges;
-  /** Attributes per job name (and per operation), built once: metrics are recorded per attempt. */
+  /** Attributes per label value (and per operation), built once: metrics are recorded per attempt. */
   private readonly nameAttributes = new Map<string, Attributes>();
   private readonly sendAttributes = new Map<string, Attributes>();
   private readonly processAttributes = new Map<string, Attributes>();
@@ -39,10 +41,17 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     repository: Pick<JobsRepository, 'countByNameAndStatus'>,
     private readonly workerId: string,
     metricsIntervalMs: number,
+    private readonly labels: MetricLabels,
   ) {
     this.tracer = api.trace.getTracer(names.INSTRUMENTATION_SCOPE);
     const meter = api.metrics.getMeter(names.INSTRUMENTATION_SCOPE);
-    this.gauges = new JobCountGauges(meter, repository, metricsIntervalMs, (name) => this.attributesOf(name));
+    this.gauges = new JobCountGauges(
+      meter,
+      repository,
+      metricsIntervalMs,
+      (name) => labels.jobName(name),
+      (label) => this.attributesOf(label),
+    );
     const durationAdvice = { advice: { explicitBucketBoundaries: names.DURATION_BUCKETS_S } };
     this.sent = meter.createCounter(names.METRIC_SENT_MESSAGES, {
       unit: '{message}',
@@ -120,7 +129,10 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     } catch (error) {
       const errorType = failSpan(api, span, error);
       for (const doc of docs) {
-        this.sent.add(1, { ...this.sendAttributesOf(doc.name), [names.ATTR_ERROR_TYPE]: errorType });
+        this.sent.add(1, {
+          ...this.sendAttributesOf(doc.name),
+          [names.ATTR_ERROR_TYPE]: this.labels.errorType(errorType),
+        });
       }
       throw error;
     } finally {
@@ -215,27 +227,31 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     this.attempts.add(1, { ...nameAttributes, [names.ATTR_OUTCOME]: outcome.kind });
     this.processDuration.record(
       seconds,
-      errorType === undefined ? processAttributes : { ...processAttributes, [names.ATTR_ERROR_TYPE]: errorType },
+      errorType === undefined
+        ? processAttributes
+        : { ...processAttributes, [names.ATTR_ERROR_TYPE]: this.labels.errorType(errorType) },
     );
   }
 
+  /** Metric attributes of a job name: cached by label, so the caches are as bounded as the labels. */
   private attributesOf(name: string): Attributes {
-    return cached(this.nameAttributes, name, () => ({
+    const label = this.labels.jobName(name);
+    return cached(this.nameAttributes, label, () => ({
       [names.ATTR_MESSAGING_SYSTEM]: names.MESSAGING_SYSTEM_VALUE,
-      [names.ATTR_MESSAGING_DESTINATION_NAME]: name,
+      [names.ATTR_MESSAGING_DESTINATION_NAME]: label,
     }));
   }
 
   /** The conventions require `messaging.operation.name` on the messaging metrics. */
   private sendAttributesOf(name: string): Attributes {
-    return cached(this.sendAttributes, name, () => ({
+    return cached(this.sendAttributes, this.labels.jobName(name), () => ({
       ...this.attributesOf(name),
       [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_SEND,
     }));
   }
 
   private processAttributesOf(name: string): Attributes {
-    return cached(this.processAttributes, name, () => ({
+    return cached(this.processAttributes, this.labels.jobName(name), () => ({
       ...this.attributesOf(name),
       [names.ATTR_MESSAGING_OPERATION_NAME]: names.OPERATION_PROCESS,
     }));

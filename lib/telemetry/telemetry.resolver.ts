@@ -1,7 +1,12 @@
 import { InvalidOptionError } from '../errors/invalid-option.error';
-import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from '../jobs.constants';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions, TelemetryOptions } from '../jobs.options';
-import { duration } from '../utils/validate';
+import { duration, nonEmptyString } from '../utils/validate';
+import { OTHER_LABEL } from './metric-labels';
+
+/** Names `telemetry.extraJobNames` may list: each is one more series per metric. */
+export const MAX_EXTRA_JOB_NAMES = 1_000;
+const TELEMETRY_OPTION_KEYS: readonly string[] = ['metricsIntervalMs', 'extraJobNames'];
 
 /** The module's `telemetry` option: `false` (off), or settings with their defaults merged. */
 export function resolveTelemetry(value: unknown): ResolvedJobsOptions['telemetry'] {
@@ -11,6 +16,16 @@ export function resolveTelemetry(value: unknown): ResolvedJobsOptions['telemetry
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new InvalidOptionError('telemetry', value, 'must be false or an object such as { metricsIntervalMs: 15000 }');
   }
+  // A misspelt key would silently leave names folded into `_other`: refuse it.
+  const unknown = Object.keys(value).find((key) => !TELEMETRY_OPTION_KEYS.includes(key));
+  if (unknown !== undefined) {
+    const given = (value as Record<string, unknown>)[unknown];
+    throw new InvalidOptionError(
+      `telemetry.${unknown}`,
+      given,
+      `is not a telemetry option (${TELEMETRY_OPTION_KEYS.join(', ')})`,
+    );
+  }
   const given = value as TelemetryOptions;
   return {
     metricsIntervalMs: duration(
@@ -18,5 +33,19 @@ export function resolveTelemetry(value: unknown): ResolvedJobsOptions['telemetry
       given.metricsIntervalMs ?? defaults.metricsIntervalMs,
       MAX_TIMER_MS,
     ),
+    extraJobNames: extraJobNames(given.extraJobNames ?? defaults.extraJobNames),
   };
+}
+
+function extraJobNames(value: unknown): string[] {
+  const option = 'telemetry.extraJobNames';
+  if (!Array.isArray(value) || value.length > MAX_EXTRA_JOB_NAMES) {
+    throw new InvalidOptionError(option, value, `must be an array of at most ${MAX_EXTRA_JOB_NAMES} job names`);
+  }
+  const names = value.map((name, index) => nonEmptyString(`${option}[${index}]`, name, MAX_JOB_NAME_LENGTH));
+  const reserved = names.indexOf(OTHER_LABEL);
+  if (reserved !== -1) {
+    throw new InvalidOptionError(`${option}[${reserved}]`, OTHER_LABEL, 'is the label of every other name, not a name');
+  }
+  return [...new Set(names)];
 }

@@ -2,6 +2,7 @@ import { isUint8Array } from 'node:util/types';
 import { mongo } from 'mongoose';
 import { InvalidPayloadError } from '../errors/invalid-payload.error';
 import { MAX_PAYLOAD_BYTES } from '../jobs.constants';
+import { bsonTagOf } from './bson-value';
 
 const MAX_DEPTH = 90;
 
@@ -9,7 +10,8 @@ const MAX_DEPTH = 90;
  * Accepts plain data MongoDB stores and gives back (through the payload codec) as it was: JSON-like values (-0
  * included), Dates, Buffers, Uint8Arrays (read back as Buffers) and ObjectIds. Rejects, naming the path, what would
  * be lost or refused: functions, symbols, bigints, class instances (Map, Set, other typed arrays, …), circular
- * references, `$`-prefixed or dotted keys, invalid Dates, and payloads over the document size limit. What changes
+ * references, `$`-prefixed or dotted keys, invalid Dates, objects with a `_bsontype` key that are not the driver's
+ * own BSON values (the serializer would throw on them), and payloads over the document size limit. What changes
  * silently is documented in the README (undefined, symbol and non-enumerable keys, Uint8Array → Buffer).
  */
 export function assertStorablePayload(payload: unknown): void {
@@ -26,6 +28,8 @@ export type UnstorableValueError = (path: string, problem: string) => Error;
 /**
  * The payload rules (all but the size limit) for any value the library stores for a user (payload, result,
  * progress): throws `fail(path, problem)` for the first part that MongoDB would refuse or not give back as it was.
+ * Deep (every level, arrays included), cycle-safe (a circular reference is refused) and bounded (at most
+ * `MAX_DEPTH` levels), so nothing the driver would throw on at serialization time reaches a write.
  */
 export function assertStorableValue(value: unknown, fail: UnstorableValueError): void {
   visit(value, '', new Set(), 0, fail);
@@ -51,7 +55,10 @@ function visit(value: unknown, path: string, ancestors: Set<object>, depth: numb
     if (Number.isNaN(object.getTime())) throw fail(path, 'is an invalid Date');
     return;
   }
-  if (isUint8Array(object) || isObjectId(object)) return;
+  if (isUint8Array(object)) return;
+  const bson = bsonTagOf(object);
+  if (bson?.kind === 'look-alike') throw fail(path, bson.problem);
+  if (bson?.type === 'ObjectId') return;
   if (depth > MAX_DEPTH) throw fail(path, `nests deeper than ${MAX_DEPTH} levels`);
   if (ancestors.has(object)) throw fail(path, 'is a circular reference');
   const prototype = Object.getPrototypeOf(object);
@@ -71,10 +78,6 @@ function visit(value: unknown, path: string, ancestors: Set<object>, depth: numb
     visit(child, join(path, key), ancestors, depth + 1, fail);
   }
   ancestors.delete(object);
-}
-
-function isObjectId(value: object): boolean {
-  return (value as { _bsontype?: unknown })._bsontype === 'ObjectId';
 }
 
 function join(path: string, key: string): string {

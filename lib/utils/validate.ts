@@ -10,6 +10,25 @@ export function positiveInteger(option: string, value: unknown): number {
   return value;
 }
 
+export function integerInRange(option: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidOptionError(option, value, `must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/**
+ * Refuses an own key outside `known` (`what` names the options in the message): a misspelt key would otherwise be
+ * ignored, and the call do something else than was asked. `Object.keys`, so a `__proto__` key from JSON counts too.
+ */
+export function onlyKnownKeys(options: object, known: readonly string[], what: string): void {
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown !== undefined) {
+    const given = (options as Record<string, unknown>)[unknown];
+    throw new InvalidOptionError(unknown, given, `is not ${what} (${known.join(', ')})`);
+  }
+}
+
 export function finiteNumber(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
     throw new InvalidOptionError(option, value, 'must be a finite number');

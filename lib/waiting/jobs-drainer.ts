@@ -97,9 +97,12 @@ export class JobsDrainer {
     }
   }
 
-  /** The names this process's poll loop runs; none in an enqueue-only process, which must name what it waits for. */
+  /**
+   * The names this process's poll loop runs, including limited names its claims skip this poll (at their limit: their
+   * jobs are still to run); none in an enqueue-only process, which must name what it waits for.
+   */
   private namesRunHere(): string[] {
-    const names = this.options.worker ? this.claims.claimableNames([]) : [];
+    const names = this.options.worker ? this.claims.runNames() : [];
     if (names.length === 0) {
       throw new InvalidOptionError(
         'names',

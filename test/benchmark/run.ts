@@ -7,6 +7,7 @@ import { runEnqueue } from './enqueue.bench';
 import { runHeartbeat } from './heartbeat.bench';
 import { fmt, formatTable, log, machineInfo, medianOf, nowMs, readConfig } from './helpers';
 import { runLimits } from './limits.bench';
+import { runMetricsNames } from './metrics-names.bench';
 import { runPickupLatency } from './pickup-latency.bench';
 import { runProgress } from './progress.bench';
 import { runQuery } from './query.bench';
@@ -22,13 +23,13 @@ import { runThroughput } from './throughput.bench';
  * with their ranges, and a JSON file with every repetition's numbers in test/benchmark/results/. Not part of `npm test`: nothing here asserts.
  *
  * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,
- * heartbeat,queueDepth,renewals,progress,query,telemetry,limits, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 5),
+ * heartbeat,queueDepth,renewals,progress,query,metricsNames,telemetry,limits, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 5),
  * BENCH_AGENDA_ROUNDS (the first rounds also run Agenda, default 2), BENCH_THROUGHPUT_TARGETS (see
  * throughput.bench.ts for the diagnostic variants), BENCH_ENQUEUE_JOBS, BENCH_PICKUP_SAMPLES, BENCH_PICKUP_POLL_MS,
  * BENCH_HEARTBEAT_CALLS (also the progress scenario's calls), BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_QUERY_JOBS / _SAMPLES, BENCH_AGENDA_LOCK_LIMIT,
  * BENCH_AGENDA_PROCESS_EVERY_MS, BENCH_RENEWAL_REPS / _CONCURRENCY / _LEASE_MS / _WINDOW_MS / _SHORT_JOBS /
  * _SHORT_JOB_MS (see renewals.bench.ts), BENCH_TELEMETRY_JOBS / _ROUNDS (see telemetry.bench.ts), BENCH_LIMITS_JOBS / _ROUNDS
- * (see limits.bench.ts).
+ * (see limits.bench.ts), BENCH_METRICS_NAMES / _SAMPLES (see metrics-names.bench.ts).
  *
  * Profiling the library's throughput (after one `npm run bench` compiled it):
  *   BENCH_ONLY=throughput BENCH_THROUGHPUT_TARGETS=library node --cpu-prof \
@@ -47,6 +48,7 @@ type Scenarios = {
   renewals?: Awaited<ReturnType<typeof runRenewals>>;
   progress?: Awaited<ReturnType<typeof runProgress>>;
   query?: Awaited<ReturnType<typeof runQuery>>;
+  metricsNames?: Awaited<ReturnType<typeof runMetricsNames>>;
   telemetry?: Awaited<ReturnType<typeof runTelemetry>>;
   limits?: Awaited<ReturnType<typeof runLimits>>;
 };
@@ -87,6 +89,7 @@ async function main(): Promise<void> {
     await attempt('renewals', () => runRenewals(ctx, config, serverPid));
     await attempt('progress', () => runProgress(ctx, config));
     await attempt('query', () => runQuery(ctx, config));
+    await attempt('metricsNames', () => runMetricsNames(ctx, config));
     await attempt('telemetry', () => runTelemetry(ctx, config));
     await attempt('limits', () => runLimits(ctx, config));
   } finally {

@@ -329,6 +329,56 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
     expect(await request('GET', '/jobs/api/workers')).toEqual({ status: 200, body: { workers: [] } });
   });
 
+  it('serves metrics with buckets for the names asked for (repeated `names`), or 20 by default, and a total', async () => {
+    const docs = Array.from({ length: 30 }, (_, i) => ({
+      name: `http.tenant.${i}`,
+      payload: null,
+      status: 'dead',
+      runAt: new Date(),
+      attemptCount: 3,
+      maxAttempts: 3,
+      attempts: [],
+      fencingToken: 0,
+      finishedAt: new Date(),
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    }));
+    await rows(app).insertMany(docs);
+    type Entry = { name: string; buckets: unknown[] | null; counts: Record<string, number> };
+    const charted = (body: Record<string, unknown>) =>
+      (body.names as Entry[]).filter((entry) => entry.buckets !== null).map((entry) => entry.name);
+    const byDefault = await request('GET', '/jobs/api/metrics?windowMs=600000&bucketMs=60000');
+    expect(byDefault.status).toBe(200);
+    expect(charted(byDefault.body)).toHaveLength(20);
+    const tenants = (byDefault.body.names as Entry[]).filter((entry) => entry.name.startsWith('http.tenant.'));
+    expect(tenants.map((entry) => entry.counts.dead)).toEqual(Array(30).fill(1));
+    expect(
+      (byDefault.body.total as { dead: number }[]).reduce((sum, bucket) => sum + bucket.dead, 0),
+    ).toBeGreaterThanOrEqual(30);
+
+    const asked = await request('GET', '/jobs/api/metrics?names=http.tenant.7&names=http.tenant.12');
+    expect(asked.status).toBe(200);
+    expect(charted(asked.body)).toEqual(['http.tenant.12', 'http.tenant.7']);
+    const one = await request('GET', '/jobs/api/metrics?names=http.tenant.3');
+    expect(charted(one.body)).toEqual(['http.tenant.3']);
+  });
+
+  it('refuses metrics over the bucket budget, and bad names, with 400', async () => {
+    const many = Array.from({ length: 12 }, (_, i) => `names=n${i}`).join('&');
+    const over = await request('GET', `/jobs/api/metrics?windowMs=1000000&bucketMs=1000&${many}`);
+    expect(over.status).toBe(400);
+    expect(String(over.body.message)).toMatch(/names.*budget/);
+    const fiftyOne = Array.from({ length: 51 }, (_, i) => `names=n${i}`).join('&');
+    for (const query of ['names=', `names=${'x'.repeat(201)}`, fiftyOne, 'names[a]=b']) {
+      const answer = await request('GET', `/jobs/api/metrics?${query}`);
+      expect([query.slice(0, 20), answer.status, String(answer.body.message).includes('names')]).toEqual([
+        query.slice(0, 20),
+        400,
+        true,
+      ]);
+    }
+  });
+
   it('lists and shows a row whose _id is not an ObjectId (set aside as failed by a worker)', async () => {
     const at = new Date();
     await rows(app).insertOne({

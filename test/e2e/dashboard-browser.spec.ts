@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { type INestApplication, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { MongooseModule } from '@nestjs/mongoose';
+import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { JobHandler, JobsModule, JobsService } from '../../lib';
 import { JobsDashboardModule } from '../../lib/dashboard';
@@ -162,5 +163,29 @@ describe('dashboard page in a real headless Chromium', () => {
     expect(await page.locator('#panel').isHidden()).toBe(true);
     expect(await page.evaluate('document.activeElement.dataset.key')).toBe(id);
     expect(new URL(page.url()).searchParams.get('job')).toBeNull();
+  });
+
+  it("charts the whole queue's throughput when there are more names than the metrics answer charts one by one", async () => {
+    // 25 names with a dead job each: the default answer carries buckets for 20 names only, and the completed
+    // send-invoice (no failures) is not one of them; the chart must still count all 26 jobs.
+    const at = new Date();
+    const dead = Array.from({ length: 25 }, (_, i) => ({
+      name: `tenant.${i}.sync`,
+      payload: null,
+      status: 'dead',
+      runAt: at,
+      attemptCount: 1,
+      maxAttempts: 1,
+      attempts: [],
+      fencingToken: 0,
+      finishedAt: at,
+      createdAt: at,
+      updatedAt: at,
+    }));
+    await first.app.get<Connection>(getConnectionToken()).collection('jobs').insertMany(dead);
+    await page.goto(first.url);
+    const caption = page.locator('#throughput figcaption');
+    await waitFor(async () => /\b25 dead\b/.test((await caption.textContent()) ?? ''), 'the 25 dead jobs in the chart');
+    expect(await caption.textContent()).toMatch(/\b1 completed, 0 failed, 25 dead\b/);
   });
 });

@@ -100,6 +100,20 @@ class OtherController {
   }
 }
 
+/** A test-support route of the kind the README suggests: enqueue, drain, answer; a drain that gives up is a 504. */
+@Controller('drain')
+class DrainController {
+  constructor(private readonly jobs: JobsService) {}
+
+  @Post()
+  async drain() {
+    // A name computed at run time, as tenants' are: which tenants and jobs exist is the app's business.
+    const job = await this.jobs.enqueue('tenant.acme-corp.sync', { tenant: 'acme-corp' }, { strict: false });
+    await this.jobs.drain({ names: ['tenant.acme-corp.sync'], timeoutMs: 1_000 });
+    return job;
+  }
+}
+
 describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
   let app: INestApplication;
   let request: Awaited<ReturnType<typeof listen>>;
@@ -110,7 +124,7 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
         MongooseModule.forRoot(testMongoUri(), { dbName: uniqueDatabaseName('exception-filter') }),
         JobsModule.forRoot({ worker: false }),
       ],
-      controllers: [JobsApiController, OtherController],
+      controllers: [JobsApiController, OtherController, DrainController],
       providers: [Handlers],
     })
     class AppModule {}
@@ -150,6 +164,18 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
     expect(await request('POST', '/jobs/report', { options: { delayMs: -1 } })).toMatchObject({
       status: 400,
       body: { statusCode: 400, error: 'InvalidOptionError', message: expect.stringContaining('delayMs') },
+    });
+  });
+
+  it('answers 400 for a payload that passes on an upstream answer tagged like a BSON value (`_bsontype`)', async () => {
+    const payload = { upstream: { items: [{ owner: { _bsontype: 'ObjectId', id: '5f1d7a0e2c3b4a5d6e7f8091' } }] } };
+    expect(await request('POST', '/jobs/report', { payload })).toEqual({
+      status: 400,
+      body: {
+        statusCode: 400,
+        error: 'InvalidPayloadError',
+        message: expect.stringContaining('payload.upstream.items.0.owner has a "_bsontype" key'),
+      },
     });
   });
 
@@ -195,6 +221,23 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
     expect(unknown).toMatchObject({ status: 400, body: { error: 'UnknownJobError' } });
     expect(unknown.body.message).toEqual(expect.stringContaining('"nope"'));
     expect(unknown.body.message).not.toContain('report');
+  });
+
+  it('answers a drain that gave up with 504 and no job names or ids in the body', async () => {
+    const answer = await request('POST', '/drain');
+    expect(answer).toEqual({
+      status: 504,
+      body: {
+        statusCode: 504,
+        error: 'DrainTimeoutError',
+        message: 'Jobs were still left after 1000 ms (drain); they may still finish later.',
+      },
+    });
+    const [left] = await app
+      .get(JobsService)
+      .list({ name: 'tenant.acme-corp.sync' })
+      .then((page) => page.jobs);
+    expect(JSON.stringify(answer.body)).not.toMatch(new RegExp(`acme|tenant|${left.id}`));
   });
 
   it('leaves other errors to Nest: 500 without details, HttpExceptions and undecided library errors as they are', async () => {

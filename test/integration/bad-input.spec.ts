@@ -138,6 +138,86 @@ describe('bad input: typed errors, nothing written or lost', () => {
     await expectNothingChanged();
   });
 
+  // A misspelt key would otherwise be dropped, and the job stored without the dedupe or delay the caller meant.
+  it.each<[string, object]>([
+    ['a snake_case dedupe_key', { dedupe_key: 'k' }],
+    ['delay instead of delayMs', { delay: 60_000 }],
+    ['runat instead of runAt', { runat: new Date(Date.now() + 60_000) }],
+    ['a __proto__ key from JSON', JSON.parse('{"__proto__":{"delayMs":60000}}')],
+    ['a year 275760 runAt', { runAt: new Date(8.64e15) }],
+    ['a runAt before the year 2000', { runAt: new Date('1999-12-31T23:59:59.999Z') }],
+    ['a runAt after the year 9999', { runAt: new Date('+010000-01-01T00:00:00Z') }],
+    ['maxAttempts 1e300', { maxAttempts: 1e300 }],
+    ['maxAttempts 1,001', { maxAttempts: 1_001 }],
+  ])('enqueue with %s throws InvalidOptionError and stores nothing', async (_label, options) => {
+    const enqueue = app.jobs.enqueue('ok', {}, options as never);
+    await expect(enqueue).rejects.toBeInstanceOf(InvalidOptionError);
+    await expectNothingChanged();
+  });
+
+  it('enqueue names the misspelt key and the keys it knows', async () => {
+    await expect(app.jobs.enqueue('ok', {}, { dedupe_key: 'k' } as never)).rejects.toThrow(
+      /Invalid option dedupe_key: is not an enqueue option \(runAt, delayMs, .*dedupeKey.*\)/,
+    );
+    await expectNothingChanged();
+  });
+
+  it('enqueue accepts the bounds themselves: runAt in 2000 and 9999, maxAttempts 1,000', async () => {
+    const stored = [
+      await app.jobs.enqueue('ok', {}, { runAt: new Date('9999-12-31T23:59:59.999Z') }),
+      await app.jobs.enqueue('ok', {}, { maxAttempts: 1_000, delayMs: 3_600_000 }),
+    ];
+    expect(stored.map((job) => [job.runAt.getUTCFullYear(), job.maxAttempts])).toEqual([
+      [9999, 5],
+      [expect.any(Number), 1_000],
+    ]);
+    // A runAt in the past is due at once: run (and so deleted from the snapshot's view) like any other.
+    const past = await app.jobs.enqueue('ok', {}, { runAt: new Date('2000-01-01T00:00:00.000Z') });
+    await waitFor(async () => (await app.jobs.findById(past.id))?.status === 'completed', 'the 2000 job to run');
+    for (const { id } of stored) await app.jobs.cancel(id);
+  });
+
+  it.each<[string, unknown[], object | undefined]>([
+    [
+      'an item whose options have a misspelt key',
+      [{ name: 'ok' }, { name: 'ok', options: { dedupe_key: 'k' } }],
+      undefined,
+    ],
+    ['an item with opts instead of options', [{ name: 'ok' }, { name: 'ok', opts: { delayMs: 60_000 } }], undefined],
+    [
+      'an item with a year 275760 runAt',
+      [{ name: 'ok' }, { name: 'ok', options: { runAt: new Date(8.64e15) } }],
+      undefined,
+    ],
+    ['batch options with an unknown key', [{ name: 'ok' }], { foo: 1 }],
+    ['an empty batch with an unknown batch option', [], { foo: 1 }],
+  ])(
+    'enqueueMany with %s throws InvalidOptionError and stores nothing of the batch',
+    async (_label, items, options) => {
+      await expect(app.jobs.enqueueMany(items as never, options as never)).rejects.toBeInstanceOf(InvalidOptionError);
+      await expectNothingChanged();
+    },
+  );
+
+  it.each<[string, unknown]>([
+    ['null', null],
+    ['a number', 5],
+    ['an unknown key', { timeout: 100 }],
+    ['timeoutMs 0', { timeoutMs: 0 }],
+    ['timeoutMs -1', { timeoutMs: -1 }],
+    ['timeoutMs NaN', { timeoutMs: Number.NaN }],
+    ['timeoutMs Infinity', { timeoutMs: Number.POSITIVE_INFINITY }],
+    ['timeoutMs 1e300', { timeoutMs: 1e300 }],
+    ['timeoutMs above a minute', { timeoutMs: 60_001 }],
+    ['timeoutMs as a string', { timeoutMs: '100' }],
+  ])('workerStatus with %s throws InvalidOptionError', async (_label, options) => {
+    await expect(Promise.resolve().then(() => app.jobs.workerStatus(options as never))).rejects.toBeInstanceOf(
+      InvalidOptionError,
+    );
+    // The bound itself is accepted (`database`, not `status`: this worker's 20 ms poll may lag on a busy machine).
+    expect(await app.jobs.workerStatus({ timeoutMs: 60_000 })).toMatchObject({ database: 'up' });
+  });
+
   it('enqueueMany stores nothing when one item is invalid', async () => {
     const items = [
       { name: 'ok', payload: { n: 1 } },

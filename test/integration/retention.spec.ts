@@ -237,6 +237,25 @@ describe('retention: false', () => {
     }
     expect(await row(app, done.id)).not.toBeNull();
   });
+
+  it('deletes at most `limit` rows, and refuses a limit that is not an integer from 1 to 1,000, deleting nothing', async () => {
+    await rows(app).deleteMany({});
+    const at = new Date();
+    await rows(app).insertMany(
+      Array.from({ length: 7 }, () => ({ name: 'limited', status: 'completed', runAt: at, finishedAt: at })),
+    );
+    const left = () => rows(app).countDocuments({ name: 'limited' });
+    for (const limit of [1_001, 1e300, 0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1', { $gt: 0 }, null]) {
+      const purge = app.jobs.purge({ status: 'completed', limit } as never);
+      await expect(purge).rejects.toThrow(InvalidOptionError);
+      await expect(purge).rejects.toThrow(/limit: must be an integer from 1 to 1000/);
+    }
+    expect(await left()).toBe(7);
+    expect(await app.jobs.purge({ status: 'completed', limit: 1 })).toBe(1);
+    expect(await left()).toBe(6);
+    expect(await app.jobs.purge({ status: 'completed', name: 'limited', limit: 1_000 })).toBe(6);
+    expect(await left()).toBe(0);
+  });
 });
 
 describe('several processes sweeping one collection', () => {

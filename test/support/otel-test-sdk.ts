@@ -2,6 +2,7 @@ import { context, metrics, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import {
+  AggregationTemporality,
   type DataPoint,
   type Histogram,
   MeterProvider,
@@ -29,10 +30,20 @@ export interface OtelTestSdk {
   shutdown(): Promise<void>;
 }
 
-export function registerOtelTestSdk(): OtelTestSdk {
+/**
+ * `temporality: 'delta'` collects what was recorded since the last collection; with the default (cumulative), this SDK
+ * also keeps exporting the last value of an observable series no longer observed.
+ */
+export function registerOtelTestSdk({
+  temporality = 'cumulative',
+}: {
+  temporality?: 'cumulative' | 'delta';
+} = {}): OtelTestSdk {
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const reader = new CollectingReader();
+  const reader = new CollectingReader(
+    temporality === 'delta' ? { aggregationTemporalitySelector: () => AggregationTemporality.DELTA } : {},
+  );
   const meterProvider = new MeterProvider({ readers: [reader] });
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new W3CTraceContextPropagator());

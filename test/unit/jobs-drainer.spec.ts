@@ -16,7 +16,7 @@ function drainerReading(answers: Group[][]): { drainer: JobsDrainer; reads: () =
   const repository = {
     countUnfinished: async () => answers[Math.min(count++, answers.length - 1)],
   } as unknown as JobsRepository;
-  const claims = { claimableNames: () => ['a'] } as unknown as JobClaimService;
+  const claims = { runNames: () => ['a'] } as unknown as JobClaimService;
   const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
   return { drainer: new JobsDrainer(repository, new JobEvents(), claims, options), reads: () => count };
 }
@@ -39,7 +39,7 @@ describe('JobsDrainer reads', () => {
   it('gives up with the read error as its cause when the collection cannot be read', async () => {
     const outage = new Error('connection refused');
     const repository = { countUnfinished: async () => Promise.reject(outage) } as unknown as JobsRepository;
-    const claims = { claimableNames: () => ['a'] } as unknown as JobClaimService;
+    const claims = { runNames: () => ['a'] } as unknown as JobClaimService;
     const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
     const drainer = new JobsDrainer(repository, new JobEvents(), claims, options);
     const error = (await drainer.drain({ timeoutMs: 30 }).catch((e: unknown) => e)) as DrainTimeoutError;

@@ -28,14 +28,30 @@ describe('resolveJobsOptions', () => {
     [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
     [{ telemetry: true as unknown as false }, 'telemetry'],
     [{ telemetry: { metricsIntervalMs: 0 } }, 'telemetry.metricsIntervalMs'],
+    [{ telemetry: { extraJobNames: 'email.send' as unknown as string[] } }, 'telemetry.extraJobNames'],
+    [{ telemetry: { extraJobNames: ['email.send', ''] } }, 'telemetry.extraJobNames[1]'],
+    [{ telemetry: { extraJobNames: ['x'.repeat(201)] } }, 'telemetry.extraJobNames[0]'],
+    [{ telemetry: { extraJobNames: ['_other'] } }, 'telemetry.extraJobNames[0]'],
+    [{ telemetry: { extraJobName: ['email.send'] } as never }, 'telemetry.extraJobName'],
   ])('rejects %j naming %s', (options, option) => {
     expect(() => resolveJobsOptions(options)).toThrow(InvalidOptionError);
     expect(() => resolveJobsOptions(options)).toThrow(`Invalid option ${option}`);
   });
 
-  it('turns telemetry on with a 15 s metrics interval by default, off with false', () => {
-    expect(resolveJobsOptions({}).telemetry).toEqual({ metricsIntervalMs: 15_000 });
-    expect(resolveJobsOptions({ telemetry: { metricsIntervalMs: 500 } }).telemetry).toEqual({ metricsIntervalMs: 500 });
+  it('turns telemetry on with a 15 s metrics interval and no extra job names by default, off with false', () => {
+    expect(resolveJobsOptions({}).telemetry).toEqual({ metricsIntervalMs: 15_000, extraJobNames: [] });
+    expect(resolveJobsOptions({ telemetry: { metricsIntervalMs: 500 } }).telemetry).toEqual({
+      metricsIntervalMs: 500,
+      extraJobNames: [],
+    });
+    const tooMany = Array.from({ length: 1_001 }, (_, i) => `n${i}`);
+    expect(() => resolveJobsOptions({ telemetry: { extraJobNames: tooMany } })).toThrow(
+      'Invalid option telemetry.extraJobNames: must be an array of at most 1000 job names',
+    );
+    expect(resolveJobsOptions({ telemetry: { extraJobNames: ['a', 'b', 'a'] } }).telemetry).toEqual({
+      metricsIntervalMs: 15_000,
+      extraJobNames: ['a', 'b'],
+    });
     expect(resolveJobsOptions({ telemetry: false }).telemetry).toBe(false);
   });
 

@@ -83,6 +83,11 @@ describe('SlotView: what one read of the slot holders allows', () => {
     expect(view.freeGroupSlot(undefined)).toBeUndefined();
   });
 
+  it('groups: null (ungrouped, as another tool may store it) and values that are no group get no group slot', () => {
+    const view = new SlotView('n', { groupConcurrency: 1 }, [], now);
+    for (const group of [null, 7, '', { tenant: 'a' }, ['a']]) expect(view.freeGroupSlot(group)).toBeUndefined();
+  });
+
   it('a lowered limit: slots above it still held do not count towards the new one, and are never offered', () => {
     const view = new SlotView(
       'n',

@@ -112,21 +112,10 @@ function svg(tag, attributes, ...children) {
   return node;
 }
 
-/** Sums every name's buckets: the chart is of the whole queue. Buckets line up across names (same window). */
-function queueBuckets(metrics) {
-  const buckets = [];
-  for (const entry of metrics.names) {
-    entry.buckets.forEach((bucket, index) => {
-      buckets[index] ??= { start: bucket.start, completed: 0, failed: 0, dead: 0 };
-      for (const status of SERIES) buckets[index][status] += bucket[status];
-    });
-  }
-  return buckets;
-}
-
 /** A stacked bar per bucket as inline SVG (no library); the caption and aria-label carry the totals as text. */
 function renderThroughput(metrics) {
-  const buckets = queueBuckets(metrics);
+  // The whole queue: the answer's total series (it charts only a few names on its own).
+  const buckets = metrics.total;
   const totals = Object.fromEntries(SERIES.map((status) => [status, 0]));
   for (const bucket of buckets) for (const status of SERIES) totals[status] += bucket[status];
   const summary =
@@ -248,6 +237,32 @@ function renderTimeline(job) {
   $('panel-timeline').replaceChildren(...items);
 }
 
+/** A stack and its cause chain, served only with `showStacks`: as text in a scrollable block, folded by default. */
+function stackBlock(stack) {
+  return el('details', { class: 'stack' }, el('summary', {}, 'Stack and causes'), el('pre', {}, stack));
+}
+
+/**
+ * Re-rendered only when the attempts changed (another job, or a new attempt; at most 50 are kept, so the last one's
+ * instant is compared too): an auto-refresh must not fold a stack being read or reset its scroll position.
+ */
+function renderAttempts(job) {
+  const list = $('panel-attempts');
+  const key = `${job.id}\n${job.attempts.length}\n${job.attempts.at(-1)?.at ?? ''}`;
+  if (list.dataset.key === key) return;
+  list.dataset.key = key;
+  const attempts = job.attempts.map((attempt) =>
+    el(
+      'li',
+      {},
+      `${formatDate(attempt.at)} — ${attempt.errorClass}: `,
+      el('span', { class: 'error' }, attempt.error),
+      attempt.stack ? stackBlock(attempt.stack) : null,
+    ),
+  );
+  list.replaceChildren(...(attempts.length ? attempts : [el('li', {}, 'No failed attempt.')]));
+}
+
 function renderPanel(job) {
   renderTimeline(job);
   $('panel-title').textContent = `Job ${job.id}`;
@@ -269,10 +284,7 @@ function renderPanel(job) {
   if ('payload' in job) fields.push(...field('Payload', json(job.payload)));
   if ('result' in job) fields.push(...field('Result', json(job.result)));
   $('panel-fields').replaceChildren(...fields);
-  const attempts = job.attempts.map((attempt) =>
-    el('li', {}, `${formatDate(attempt.at)} — ${attempt.errorClass}: `, el('span', { class: 'error' }, attempt.error)),
-  );
-  $('panel-attempts').replaceChildren(...(attempts.length ? attempts : [el('li', {}, 'No failed attempt.')]));
+  renderAttempts(job);
   $('retry').hidden = readOnly || !['dead', 'failed', 'cancelled'].includes(job.status);
   $('cancel').hidden = readOnly || !['pending', 'running'].includes(job.status);
   $('panel').hidden = false;
