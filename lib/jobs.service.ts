@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
 import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service';
@@ -14,6 +14,8 @@ import { JobRunner } from './execution/job-runner.service';
 import type { JobsWorker } from './fleet/jobs-worker';
 import { toJobsWorker } from './fleet/worker-presence';
 import { WorkersRepository } from './fleet/workers.repository';
+import { JOBS_RESOLVED_OPTIONS } from './jobs.constants';
+import type { ResolvedJobsOptions } from './jobs.options';
 import type {
   EnqueuedJobRecord,
   EnqueueItem,
@@ -73,6 +75,7 @@ export class JobsService {
     private readonly retention: JobRetention,
     private readonly workersRepository: WorkersRepository,
     private readonly drainer: JobsDrainer,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {
     this.events$ = events.events$;
   }
@@ -192,11 +195,14 @@ export class JobsService {
 
   /**
    * pending → cancelled; running → cancelled, and its handler's signal is aborted with `JobCancelledError` if it
-   * runs in this process. A handler in another process is not told "cancelled": its next lease renewal (within one
-   * heartbeat interval) finds the row no longer its own and aborts its signal with `LeaseLostError('taken-over')`.
-   * The dedupe key is freed at once. Returns the job afterwards (unchanged when it was already finished), or null
-   * when there is no such job. The cancelled job is kept for the `cancelled` retention of its handler here (the
-   * module's when this process has none for its name).
+   * runs in this process. A handler in another process learns it at its next lease renewal (within one heartbeat
+   * interval), which finds the row cancelled and aborts its signal with `JobCancelledError` too; from then on its
+   * `extendLockTime`/`updateProgress` reject with that error and the attempt ends as cancelled. The dedupe key is
+   * freed at once. A running job's `lockedUntil` is raised by the lease its run records (its settle window): until
+   * then its handler may still run, so a `retry` is not due, its fleet-limit slots stay taken and neither `purge` nor
+   * the sweeper deletes it. Returns the job afterwards (unchanged when it was already finished), or null when there is
+   * no such job. The cancelled job is kept for the `cancelled` retention of its handler here (the module's when this
+   * process has none for its name), and at least until its `lockedUntil`.
    * @throws InvalidJobIdError
    */
   async cancel(id: string): Promise<JobRecord | null> {
@@ -205,18 +211,23 @@ export class JobsService {
     const subject = await this.repository.findCancelSubject(jobId);
     if (!subject) return null;
     const at = now();
-    const cancelled = await this.repository.cancel(jobId, at, this.retention.expiresAt('cancelled', subject, at));
+    const cancelled = await this.repository.cancel(jobId, at, {
+      expiresAt: this.retention.expiresAt('cancelled', subject, at),
+      // Only for a row claimed by an older version, which records no lease: the one this process knows for the name.
+      fallbackLeaseMs: this.registry.get(subject.name)?.leaseMs ?? this.options.leaseMs,
+    });
     if (!cancelled) return this.findById(id);
     const hex = jobId.toHexString();
-    this.runner.abortLocal(hex, new JobCancelledError(hex));
+    this.runner.cancelLocal(hex, new JobCancelledError(hex));
     this.events.emit('cancelled', { jobId: hex, name: cancelled.name, attempt: cancelled.attemptCount });
     return toJobRecord(cancelled);
   }
 
   /**
    * dead / failed / cancelled → pending, with `attemptCount` reset (the attempt history is kept) and its dedupe key
-   * held again. Due now, except a job cancelled while running: due when its old owner's lease runs out
-   * (`lockedUntil`), so two handlers never run it at once. Returns the job afterwards (unchanged in any other state),
+   * held again. Due now, except a job cancelled while running: due at its `lockedUntil` as the cancel raised it (the
+   * cancelled run's last lease deadline plus one lease, the handler's settle window), so two handlers never run it at
+   * once. Returns the job afterwards (unchanged in any other state),
    * or null when there is no such job.
    * @throws InvalidJobIdError
    * @throws DedupeConflictError when another pending or running job of the same name holds its dedupe key; nothing
@@ -242,7 +253,9 @@ export class JobsService {
    * Deletes finished jobs of one status now, whatever their retention, optionally only those of one `name` and those
    * finished before `finishedBefore`; resolves how many it deleted. Deletes in bounded batches (each a short command),
    * as many as it takes, or at most `limit` (an integer from 1 to 1,000): call again while it returns `limit`. A cron
-   * tick's job younger than a day (and an hour) is kept: it is what keeps that tick from running twice.
+   * tick's job younger than a day (and an hour) is kept: it is what keeps that tick from running twice. A job
+   * cancelled while running is kept until its `lockedUntil` (its handler may still run, and the row holds its
+   * fleet-limit slots): a later call deletes it.
    * @throws InvalidOptionError for a status that is not `completed`, `dead`, `failed` or `cancelled` (a pending or
    * running job is never purged), an empty name, an invalid date, a `limit` that is not an integer from 1 to 1,000,
    * or an option it does not know (a misspelt key would otherwise widen the deletion); nothing is deleted.

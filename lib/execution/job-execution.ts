@@ -109,6 +109,16 @@ export class JobExecution {
     return this.controller.signal;
   }
 
+  /**
+   * The job was cancelled: its lease ends (the row is no longer ours; `extendLockTime` and `updateProgress` reject
+   * with `reason` from now on) and its signal aborts with it, unless it was aborted already. The attempt then ends as
+   * cancelled whatever the handler does.
+   */
+  cancel(reason: JobCancelledError): void {
+    this.lease.cancel(reason);
+    this.abort(reason);
+  }
+
   /** Stops the handler with a reason (first reason wins). */
   abort(reason: Error): void {
     if (this.abortReason) return;
@@ -119,12 +129,22 @@ export class JobExecution {
   }
 
   /**
-   * Runs the handler under its lease and resolves its outcome once the handler has settled (or was abandoned).
-   * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it.
+   * How long an aborted handler is given to settle: one lease (its handler's `leaseMs`), but never more than the lease
+   * its row records (the module's until the first renewal lands), since a cancel raises the row's deadline by that.
    */
-  async run(settleMs: number, hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
+  get settleMs(): number {
+    return Math.min(this.handler.leaseMs, this.lease.recordedLeaseMs);
+  }
+
+  /**
+   * Runs the handler under its lease and resolves its outcome once the handler has settled (or was abandoned).
+   * The lease is left open: the runner keeps it renewed until the outcome is written, then closes it. An aborted
+   * handler is given `settleMs` (read at the abort) to settle.
+   */
+  async run(hooks: ExecutionHooks = {}): Promise<ExecutionOutcome> {
     const { lease } = this;
     lease.start();
+    if (lease.isCancelled) return { kind: 'cancelled' };
     if (this.abortReason) {
       // The claim's answer came back after its own deadline (slow database): the row may already belong to
       // someone else, so the handler must not run at all. The row is reclaimed with a LeaseExpired attempt.
@@ -144,7 +164,7 @@ export class JobExecution {
         (error: unknown) => ({ ok: false, error }) as const,
       );
     try {
-      const settled = await this.settleOrAbandon(settlement, settleMs, hooks);
+      const settled = await this.settleOrAbandon(settlement, hooks);
       if (settled === 'abandoned') return { kind: 'abandoned', reason: this.requireAbortReason() };
       return this.outcomeOf(settled);
     } finally {
@@ -155,7 +175,6 @@ export class JobExecution {
   /** Waits for the handler; after an abort, only `settleMs` more, then until the (no longer renewed) lease ends. */
   private async settleOrAbandon(
     settlement: Promise<Settlement>,
-    settleMs: number,
     hooks: ExecutionHooks,
   ): Promise<Settlement | 'abandoned'> {
     const aborted = this.abortReason
@@ -166,7 +185,7 @@ export class JobExecution {
     const first = await Promise.race([settlement, aborted]);
     this.wakeOnAbort = undefined;
     if (first !== SETTLED) return first;
-    const second = await raceTimeout(settlement, settleMs, (): typeof SETTLED => SETTLED);
+    const second = await raceTimeout(settlement, this.settleMs, (): typeof SETTLED => SETTLED);
     if (second !== SETTLED) return second;
     hooks.onIgnoredAbort?.(this.requireAbortReason());
     this.lease.stopRenewing();
@@ -180,8 +199,12 @@ export class JobExecution {
     return this.abortReason;
   }
 
-  /** The outcome is what the handler did: resolved, rejected with its abort reason, or failed on its own. */
+  /**
+   * The outcome is what the handler did: resolved, rejected with its abort reason, or failed on its own; a cancelled
+   * job's attempt is cancelled whatever it did (its result is discarded, nothing is retried).
+   */
   private outcomeOf(settled: Settlement): ExecutionOutcome {
+    if (this.lease.isCancelled) return { kind: 'cancelled' };
     const reason = this.abortReason;
     if (this.lease.isStale && reason instanceof LeaseLostError) return { kind: 'stale', error: reason };
     if (settled.ok) return { kind: 'succeeded', result: settled.value };

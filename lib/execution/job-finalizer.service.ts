@@ -93,6 +93,12 @@ export class JobFinalizer {
         this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
         return;
     }
+    if (result.kind !== 'written' && lease.isCancelled) {
+      // The cancel won the race with this write: the row is cancelled (its write matched a running row, so no outcome
+      // write can land after it), and that is all there is to say.
+      this.logger.log(`${label} was cancelled`);
+      return;
+    }
     switch (result.kind) {
       case 'written':
         return onWritten();

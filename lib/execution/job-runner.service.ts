@@ -8,10 +8,12 @@ import {
 import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight';
 import { JobClaimService } from '../claim/job-claim.service';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
+import type { JobCancelledError } from '../errors/job-cancelled.error';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import { type JobEventSubject, JobEvents } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import type { Lease } from '../lease/lease';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
@@ -112,10 +114,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     });
   }
 
-  /** Aborts this process's executions of a job, if any. */
-  abortLocal(jobId: string, reason: Error): void {
+  /** Tells this process's executions of a job, if any, that it was cancelled (see `JobExecution.cancel`). */
+  cancelLocal(jobId: string, reason: JobCancelledError): void {
     for (const entry of this.running.values()) {
-      if (entry.execution.jobId === jobId) entry.execution.abort(reason);
+      if (entry.execution.jobId === jobId) entry.execution.cancel(reason);
     }
   }
 
@@ -195,6 +197,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
           this.telemetry?.leaseLost(doc.name);
           execution.abort(error); // the lease starts only once the execution runs
         },
+        // Cancelled elsewhere, seen at a renewal: a cancel, not a lost lease (the lease has ended already).
+        onCancelled: (error) => execution.cancel(error),
         onRenewed: () => {
           this.events.emit('renewed', about);
           this.telemetry?.leaseRenewed(doc.name);
@@ -226,17 +230,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async runToEnd(entry: RunningExecution, about: JobEventSubject): Promise<ExecutionOutcome> {
     const { execution } = entry;
     const { lease } = execution;
-    const settleMs = execution.handler.leaseMs;
     let outcome: ExecutionOutcome;
     try {
-      outcome = await execution.run(settleMs, {
+      outcome = await execution.run({
         onStarted: () => this.events.emit('started', about),
-        onIgnoredAbort: (reason) =>
-          this.logger.warn(
-            `Job ${about.jobId} (${about.name}) ignores its signal: still running ${settleMs} ms after it was ` +
-              `aborted (${reason.message}). Its lease is no longer renewed; the job is taken over once it runs out ` +
-              `(${lease.expiresAt.toISOString()}), and this slot is freed then.`,
-          ),
+        onIgnoredAbort: (reason) => this.logger.warn(ignoredAbortMessage(about, execution.settleMs, reason, lease)),
       });
     } catch (error) {
       // Not expected (run settles every handler outcome itself); the lease is left to run out, as after a crash.
@@ -420,6 +418,21 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.lastError = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
     this.logger.error(`${what} failed: ${detail}`);
   }
+}
+
+/** The warning for a handler still running `settleMs` after its abort. */
+function ignoredAbortMessage(about: JobEventSubject, settleMs: number, reason: Error, lease: Lease): string {
+  const still = `Job ${about.jobId} (${about.name}) ignores its signal: still running ${settleMs} ms after it was aborted`;
+  if (lease.isCancelled) {
+    return (
+      `${still} (${reason.message}). The job was cancelled: this slot is freed now, and a retry of it may run once ` +
+      "the cancelled run's deadline (its lockedUntil) has passed, while this handler may still be running."
+    );
+  }
+  return (
+    `${still} (${reason.message}). Its lease is no longer renewed; the job is taken over once it runs out ` +
+    `(${lease.expiresAt.toISOString()}), and this slot is freed then.`
+  );
 }
 
 function addCount(counts: Map<string, number>, name: string, delta: number): void {

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Types } from 'mongoose';
+import type { JobCancelledError } from '../errors/job-cancelled.error';
 import type { LeaseLostError } from '../errors/lease-lost.error';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
@@ -51,6 +52,7 @@ export class LeaseHeartbeat {
     terms: LeaseTerms,
     hooks: {
       onStale: (error: LeaseLostError) => void;
+      onCancelled?: (error: JobCancelledError) => void;
       onRenewed?: (lockedUntil: Date) => void;
       onProgress?: (progress: JobProgress) => void;
     },
@@ -63,13 +65,29 @@ export class LeaseHeartbeat {
       claimedAt: terms.claimedAt,
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
-      renew: (requestedUntil, progress) => this.batcher.renew(jobId, lockId, requestedUntil, progress),
+      renew: async (requestedUntil, progress) =>
+        (await this.batcher.renew(jobId, lockId, requestedUntil, progress, terms.leaseMs)) ??
+        (await this.whyLost(jobId)),
       relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
+      onCancelled: hooks.onCancelled,
       onRenewed: hooks.onRenewed,
       onProgress: hooks.onProgress,
       heartbeatClock: this.clock,
     });
+  }
+
+  /**
+   * A renewal matched no row: `'cancelled'` when the row says so (the owner then reports a cancel, not a lost lease),
+   * else null. A failed read is a lost lease too: that much is certain.
+   */
+  private async whyLost(jobId: Types.ObjectId): Promise<'cancelled' | null> {
+    try {
+      const [row] = await this.repository.readLeaseOwners([jobId]);
+      return row?.status === 'cancelled' ? 'cancelled' : null;
+    } catch {
+      return null;
+    }
   }
 }
 

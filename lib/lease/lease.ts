@@ -1,5 +1,6 @@
 import { defer, exhaustMap, finalize, Subject, Subscription } from 'rxjs';
 import { InvalidDurationError } from '../errors/invalid-duration.error';
+import { JobCancelledError } from '../errors/job-cancelled.error';
 import { LeaseLostError } from '../errors/lease-lost.error';
 import { MAX_TIMER_MS } from '../jobs.constants';
 import type { JobProgress } from '../persistence/job.types';
@@ -9,10 +10,14 @@ import { lockExtensionError } from './lock-extension';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on
- * `{_id, lockedBy, status: 'running'}`. Resolves the row's new `lockedUntil`, or `null` when no row
- * matched (ownership lost). Rejects on a database error.
+ * `{_id, lockedBy, status: 'running'}`, and records the lease's `leaseMs` on the row. Resolves the row's new
+ * `lockedUntil`; `'cancelled'` when no row matched because the job was cancelled; `null` when no row matched for
+ * another reason (ownership lost). Rejects on a database error.
  */
-export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<Date | null>;
+export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<Date | null | 'cancelled'>;
+
+/** Why an execution no longer owns its row: its lease was lost, or its job was cancelled. */
+export type LeaseEnd = LeaseLostError | JobCancelledError;
 
 /** Everything one execution's {@link Lease} needs; built by the runner right after the claim. */
 export interface LeaseConfig {
@@ -32,6 +37,11 @@ export interface LeaseConfig {
    * Never called after {@link Lease.close}. Must not throw (a throw is surfaced as an unhandled rejection).
    */
   onStale: (error: LeaseLostError) => void;
+  /**
+   * Called once when a renewal finds the job cancelled (instead of `onStale`). Not called for {@link Lease.cancel},
+   * nor after {@link Lease.close}. Must not throw.
+   */
+  onCancelled?: (error: JobCancelledError) => void;
   /** Called after each successful renewal with the new deadline (optional, for events). Must not throw. */
   onRenewed?: (lockedUntil: Date) => void;
   /** Called after each successful write that carried progress, with the value written (optional). Must not throw. */
@@ -128,9 +138,11 @@ export class Lease implements HeartbeatListener {
   /** Set by stopRenewing(): the lease is left to run out at its current deadline. */
   private renewalsStopped = false;
   private handedBack = false;
-  private lostPromise: Promise<LeaseLostError> | undefined;
-  private resolveLost: (error: LeaseLostError) => void = ignore;
-  private staleError: LeaseLostError | null = null;
+  private lostPromise: Promise<LeaseEnd> | undefined;
+  private resolveLost: (error: LeaseEnd) => void = ignore;
+  private staleError: LeaseEnd | null = null;
+  /** The lease the row records for this execution: the claim's until a renewal (which records ours) has landed. */
+  private recordedMs: number;
   private writeCount = 0;
   private inFlight = 0;
   private maxInFlight = 0;
@@ -143,10 +155,15 @@ export class Lease implements HeartbeatListener {
     // Looked up at call time, so a clock faked after construction is still honoured.
     this.now = config.now ?? (() => Date.now());
     this.deadline = config.lockedUntil.getTime();
+    const claimedAt = config.claimedAt?.getTime();
+    this.recordedMs = claimedAt === undefined ? config.leaseMs : Math.min(config.leaseMs, this.deadline - claimedAt);
   }
 
-  /** Resolves with the stale error when the lease is lost; never settles if the lease closes first. */
-  get lost(): Promise<LeaseLostError> {
+  /**
+   * Resolves with the error that ended the lease when it is lost or its job is cancelled; never settles if the lease
+   * closes first.
+   */
+  get lost(): Promise<LeaseEnd> {
     this.lostPromise ??= this.staleError
       ? Promise.resolve(this.staleError)
       : new Promise((resolve) => {
@@ -242,13 +259,36 @@ export class Lease implements HeartbeatListener {
     pending?.reject(new LeaseLostError(this.config.jobId, this.config.lockId, 'expired'));
   }
 
+  /**
+   * Ends the lease because its job was cancelled (the row is no longer this execution's): nothing more is written,
+   * and every outstanding and later `extend`/`updateProgress` rejects with `reason`. No-op once closed or stale.
+   */
+  cancel(reason: JobCancelledError): void {
+    this.end(reason);
+  }
+
   /** Current deadline (never moves backwards). */
   get expiresAt(): Date {
     return new Date(this.deadline);
   }
 
+  /**
+   * The lease the row records for this execution (`leaseMs`): the claim's until one of this lease's renewals has
+   * landed, ours from then on. A cancel raises the row's deadline by it, so a cancelled handler may take this long
+   * to settle and no longer.
+   */
+  get recordedLeaseMs(): number {
+    return this.recordedMs;
+  }
+
+  /** True once the execution no longer owns its row: its lease was lost, or its job was cancelled. */
   get isStale(): boolean {
     return this.staleError !== null;
+  }
+
+  /** The job was cancelled: by {@link Lease.cancel}, or as a renewal found it. */
+  get isCancelled(): boolean {
+    return this.staleError instanceof JobCancelledError;
   }
 
   /**
@@ -343,7 +383,7 @@ export class Lease implements HeartbeatListener {
     this.writeCount += 1;
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    let lockedUntil: Date | null;
+    let lockedUntil: Date | null | 'cancelled';
     try {
       lockedUntil = await this.config.renew(requestedUntil, request.progress);
     } catch (error) {
@@ -357,7 +397,14 @@ export class Lease implements HeartbeatListener {
     }
     this.inFlight -= 1;
     if (this.isTerminal) {
-      if (this.staleError && lockedUntil && lockedUntil.getTime() > this.deadline) this.handBack();
+      if (this.staleError && lockedUntil instanceof Date && lockedUntil.getTime() > this.deadline) this.handBack();
+      return;
+    }
+    if (lockedUntil === 'cancelled') {
+      const reason = new JobCancelledError(this.config.jobId);
+      this.end(reason); // rejects this request
+      const { onCancelled } = this.config;
+      if (onCancelled) this.notify(() => onCancelled(reason));
       return;
     }
     if (lockedUntil === null) {
@@ -366,6 +413,7 @@ export class Lease implements HeartbeatListener {
       return;
     }
     this.writing = null;
+    this.recordedMs = this.config.leaseMs;
     this.deadline = Math.max(this.deadline, lockedUntil.getTime());
     this.armWatchdog();
     if (this.isTerminal) {
@@ -410,11 +458,17 @@ export class Lease implements HeartbeatListener {
   private goStale(reason: LeaseLostError['reason']): void {
     if (this.isTerminal) return;
     const error = new LeaseLostError(this.config.jobId, this.config.lockId, reason);
+    this.end(error);
+    this.notify(() => this.config.onStale(error));
+  }
+
+  /** Ends the lease once (lost or cancelled): tear everything down, reject every outstanding caller with `error`. */
+  private end(error: LeaseEnd): void {
+    if (this.isTerminal) return;
     this.staleError = error;
     this.teardown();
     this.settleOutstanding((request) => request.reject(error));
     this.resolveLost(error);
-    this.notify(() => this.config.onStale(error));
   }
 
   /** A renewal moved the row's deadline past the one the watchdog ended: move it back, once, best effort. */

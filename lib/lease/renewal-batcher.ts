@@ -35,12 +35,18 @@ export class RenewalBatcher {
   ) {}
 
   /**
-   * Renews one lease to at least `requestedUntil` (and sets its job's `progress`, when given, in the same fenced
-   * update), in the next flush. Same answers as `renewLease`.
+   * Renews one lease to at least `requestedUntil` (and sets its job's `progress` and `leaseMs`, when given, in the
+   * same fenced update), in the next flush. Same answers as `renewLease`.
    */
-  renew(jobId: Types.ObjectId, lockId: string, requestedUntil: Date, progress?: JobProgress): Promise<Date | null> {
+  renew(
+    jobId: Types.ObjectId,
+    lockId: string,
+    requestedUntil: Date,
+    progress?: JobProgress,
+    leaseMs?: number,
+  ): Promise<Date | null> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: jobId, lockId, requestedUntil, progress, resolve, reject });
+      this.queue.push({ id: jobId, lockId, requestedUntil, progress, leaseMs, resolve, reject });
       this.scheduleFlush();
     });
   }
@@ -70,7 +76,8 @@ export class RenewalBatcher {
     try {
       if (command.length === 1) {
         const [call] = command;
-        call.resolve(await this.store.renewLease(call.id, call.lockId, call.requestedUntil, now, call.progress));
+        const { id, lockId, requestedUntil, progress, leaseMs } = call;
+        call.resolve(await this.store.renewLease(id, lockId, requestedUntil, now, progress, leaseMs));
         return;
       }
       await this.sendBatch(command, now);

@@ -74,7 +74,7 @@ function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.Upda
     errorClass: 'LeaseExpired',
   };
   return {
-    $set: { lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now, lastError: attempt.error },
+    $set: { ...lockOf(now, lockId, lockedUntil), lastError: attempt.error },
     $inc: { attemptCount: 1, fencingToken: 1 },
     $push: { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } },
   };
@@ -82,9 +82,15 @@ function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.Upda
 
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
   return {
-    $set: { status: 'running', lockedBy: lockId, lockedUntil, startedAt: now, updatedAt: now },
+    $set: { status: 'running', ...lockOf(now, lockId, lockedUntil) },
     $inc: { fencingToken: 1 },
   };
+}
+
+/** The lock a claim writes, with the lease it is for (`leaseMs`: what a cancel raises `lockedUntil` by). */
+function lockOf(now: Date, lockId: string, lockedUntil: Date) {
+  const leaseMs = lockedUntil.getTime() - now.getTime();
+  return { lockedBy: lockId, lockedUntil, leaseMs, startedAt: now, updatedAt: now };
 }
 
 /** The fields holding a row's fleet-limit slots. */

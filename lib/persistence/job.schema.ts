@@ -24,6 +24,11 @@ export interface JobDocument {
   lastError?: string;
   lockedBy?: string;
   lockedUntil?: Date;
+  /**
+   * The lease its owner runs under, in ms: written by the claim (the module's `leaseMs`) and by every renewal (the
+   * handler's). A cancel raises `lockedUntil` by it: the cancelled handler's settle window.
+   */
+  leaseMs?: number;
   fencingToken: number;
   /** The user's key, kept for display and for `retry` after the job leaves pending/running. */
   dedupeKey?: string;
@@ -69,6 +74,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       lastError: String,
       lockedBy: String,
       lockedUntil: Date,
+      leaseMs: Number,
       fencingToken: { type: Number, default: 0 },
       dedupeKey: String,
       dedupeScope: String,

@@ -49,7 +49,10 @@ export interface JobRecord<TPayload = unknown> {
   lastError: string | null;
   /** Lock id of the execution that owns the job while `running`. */
   lockedBy: string | null;
-  /** Lease deadline while `running`; on a job cancelled while running, that run's last deadline (see `retry`). */
+  /**
+   * Lease deadline while `running`; on a job cancelled while running, that run's last deadline plus one lease (its
+   * handler's settle window: until then it may still run, see `retry`).
+   */
   lockedUntil: Date | null;
   /** Increases on every claim of this job. */
   fencingToken: number;

@@ -28,18 +28,19 @@ import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-
 import type { JobDocument } from './job.schema';
 import { FINISHED_STATUSES, type FinishedStatus, type JobAttempt, type JobProgress, type JobStatus } from './job.types';
 
-/** Fields that only mean something while a job is `running`: its lock, and the fleet-limit slots it holds. */
-const LOCK_FIELDS = { lockedBy: '', lockedUntil: '', concurrencySlot: '', groupSlot: '' } as const;
+/** Fields that only mean something while a job is `running`: its lock and lease, and the fleet-limit slots it holds. */
+const LOCK_FIELDS = { lockedBy: '', lockedUntil: '', leaseMs: '', concurrencySlot: '', groupSlot: '' } as const;
 /**
  * Unset when a job finishes (completed, dead, failed): the lock, and the dedupe scope, so the same key can be enqueued
  * again. The user's `dedupeKey` stays on the row (display, and `retry` takes the scope back).
  */
 const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeScope: '' } as const;
 /**
- * Unset by cancel: like RELEASED_FIELDS but `lockedUntil` and the slots stay: until that deadline a cancelled run's
- * owner elsewhere may still run (`retry` makes the job due no earlier), and it keeps counting against the limits.
+ * Unset by cancel: like RELEASED_FIELDS but `lockedUntil` (raised by the cancel) and the slots stay: until that
+ * deadline a cancelled run's handler may still run (`retry` makes the job due no earlier, and neither purge nor the
+ * sweeper deletes the row), and it keeps counting against the limits.
  */
-const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '' } as const;
+const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '', leaseMs: '' } as const;
 const LIVE: JobStatus[] = ['pending', 'running'];
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 /** Payload keys whose value is `undefined` are left out, as JSON does, rather than stored as null. */
@@ -393,8 +394,9 @@ export class JobsRepository {
   }
 
   /**
-   * Owner-fenced lease renewal: the deadline only ever moves forward; sets `progress` too when one is given.
-   * Resolves the row's deadline after the write, or null when this lock no longer owns the row.
+   * Owner-fenced lease renewal: the deadline only ever moves forward; sets `progress` too when one is given, and
+   * `leaseMs` (the lease the owner runs under) when given. Resolves the row's deadline after the write, or null when
+   * this lock no longer owns the row.
    */
   async renewLease(
     id: Types.ObjectId,
@@ -402,8 +404,9 @@ export class JobsRepository {
     requestedUntil: Date,
     now: Date,
     progress?: JobProgress,
+    leaseMs?: number,
   ): Promise<Date | null> {
-    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil, progress }, now);
+    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil, progress, leaseMs }, now);
     const row = await this.collection.findOneAndUpdate(filter, update, {
       ...USER_VALUE_OPTIONS,
       returnDocument: 'after',
@@ -542,17 +545,69 @@ export class JobsRepository {
 
   /**
    * pending/running → cancelled, freeing the dedupe scope. Resolves the row after the change, or null when it was in
-   * no cancellable state. `lockedUntil` stays: a running job's owner elsewhere learns of the cancel only at its next
-   * renewal and may run until that deadline, so `retry` makes the job due no earlier.
+   * no cancellable state. A running row's `lockedUntil` is raised by the lease its claim recorded (`leaseMs`;
+   * `fallbackLeaseMs` for a row an older version claimed): its owner learns of the cancel by that deadline at the
+   * latest (its next renewal, or its watchdog) and then has up to one lease to settle, so until the raised deadline
+   * the cancelled handler may still run. `retry`, slot release, purge and the sweeper wait for it, and `expiresAt`
+   * is stamped no earlier.
    */
-  cancel(id: Types.ObjectId, now: Date, expiresAt?: Date): Promise<JobDocument | null> {
-    return this.collection.findOneAndUpdate(
+  async cancel(
+    id: Types.ObjectId,
+    now: Date,
+    { expiresAt, fallbackLeaseMs }: { expiresAt?: Date; fallbackLeaseMs: number },
+  ): Promise<JobDocument | null> {
+    const read = await this.collection.findOne<CancelSubject>({ _id: id }, { projection: CANCEL_SUBJECT });
+    if (!read || !LIVE.includes(read.status)) return null;
+    const raised = settleDeadline(read, fallbackLeaseMs);
+    const lockedUntil = raised ?? read.lockedUntil;
+    const stamp = expiresAt && latest(expiresAt, lockedUntil);
+    const before = await this.collection.findOneAndUpdate(
       { _id: id, status: { $in: LIVE } },
       {
-        $set: { status: 'cancelled', finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
+        $set: { status: 'cancelled', finishedAt: now, updatedAt: now, ...expiry(stamp) },
         $unset: CANCELLED_FIELDS,
+        ...(raised && { $max: { lockedUntil: raised } }),
       },
-      { returnDocument: 'after' },
+      { returnDocument: 'before' },
+    );
+    if (!before) return null;
+    const written = latest(before.lockedUntil, raised);
+    const settled = settleDeadline(before, fallbackLeaseMs);
+    if (settled && written && settled > written) {
+      // A renewal (or a claim) landed between the read and the write: the owner holds a later deadline than the one
+      // raised. Renewals cannot land any more, so the deadline the write found is final: raise from it.
+      await this.raiseCancelledDeadline(id, written, settled, stamp !== undefined);
+    }
+    const { lockedBy: _lock, dedupeScope: _scope, leaseMs: _lease, ...kept } = before;
+    const finalDeadline = latest(written, settled);
+    return {
+      ...kept,
+      status: 'cancelled',
+      finishedAt: now,
+      updatedAt: now,
+      ...(finalDeadline && { lockedUntil: finalDeadline }),
+      ...expiry(stamp && latest(stamp, finalDeadline)),
+    };
+  }
+
+  /**
+   * Raises a cancelled row's deadline from `written` to `settled` (and its expiry with it). A `retry` that came in
+   * between made the job due at `written`: its `runAt` moves to `settled` too.
+   */
+  private async raiseCancelledDeadline(
+    id: Types.ObjectId,
+    written: Date,
+    settled: Date,
+    stamped: boolean,
+  ): Promise<void> {
+    const raised = await this.collection.updateOne(
+      { _id: id, status: 'cancelled', lockedUntil: written },
+      { $max: { lockedUntil: settled, ...(stamped && { expiresAt: settled }) } },
+    );
+    if (raised.matchedCount === 1) return;
+    await this.collection.updateOne(
+      { _id: id, status: 'pending', lockedUntil: written },
+      { $max: { lockedUntil: settled, runAt: settled } },
     );
   }
 
@@ -607,12 +662,13 @@ export class JobsRepository {
 
   /**
    * Deletes up to `limit` finished rows whose expiry has passed, oldest expiry first (read by the `retention` index),
-   * never a cron tick's row within `CRON_TICK_KEEP_MS` of its tick. The delete repeats the read's filter, so a row
+   * never a cron tick's row within `CRON_TICK_KEEP_MS` of its tick, nor a cancelled run's row before its
+   * `lockedUntil` (its handler may still run, and the row holds its fleet-limit slots). The delete repeats the read's filter, so a row
    * retried in between stays; several processes deleting at once only find fewer rows. `found` < `limit`: no more.
    */
   async deleteExpired(now: Date, limit: number): Promise<DeleteBatch> {
     return this.deleteBatch(
-      { expiresAt: { $lte: now }, status: { $in: [...FINISHED_STATUSES] }, ...ticksPastKeep(now) },
+      { expiresAt: { $lte: now }, status: { $in: [...FINISHED_STATUSES] }, ...ticksPastKeep(now), ...settledBy(now) },
       { expiresAt: 1 },
       limit,
     );
@@ -626,6 +682,7 @@ export class JobsRepository {
         ...(filter.name !== undefined && { name: filter.name }),
         ...(filter.finishedBefore !== undefined && { finishedAt: { $lt: filter.finishedBefore } }),
         ...ticksPastKeep(now),
+        ...settledBy(now),
       },
       // No sort: one on _id could walk the _id index over the whole collection instead of the status prefix.
       undefined,
@@ -792,14 +849,18 @@ export class JobsRepository {
  * has run out by the writer's clock, its watchdog has ended it too).
  */
 function leaseRenewal(
-  { id, lockId, requestedUntil, progress }: LeaseRenewal,
+  { id, lockId, requestedUntil, progress, leaseMs }: LeaseRenewal,
   now: Date,
 ): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
   return {
     filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
     update: {
       $max: { lockedUntil: requestedUntil },
-      $set: progress === undefined ? { updatedAt: now } : { updatedAt: now, progress },
+      $set: {
+        updatedAt: now,
+        ...(progress !== undefined && { progress }),
+        ...(leaseMs !== undefined && { leaseMs }),
+      },
     },
   };
 }
@@ -811,6 +872,8 @@ export interface LeaseRenewal {
   requestedUntil: Date;
   /** The handler's latest progress, written by the same owner-fenced update (none: progress is left as it is). */
   progress?: JobProgress;
+  /** The lease the owner runs under, recorded on the row (what a cancel raises `lockedUntil` by). */
+  leaseMs?: number;
 }
 
 /** What a `renewLeases` command did: rows matched in total, and the ops the server refused, by index. */
@@ -881,6 +944,35 @@ function expiry(expiresAt?: Date): { expiresAt?: Date } {
  */
 function ticksPastKeep(now: Date): mongo.Filter<JobDocument> {
   return { $or: [{ scheduleKey: { $exists: false } }, { runAt: { $lt: addMs(now, -CRON_TICK_KEEP_MS) } }] };
+}
+
+/**
+ * Rows no handler may still be running for: no `lockedUntil`, or one passed. A row cancelled while running keeps its
+ * (raised) deadline and its fleet-limit slots until then; deleting it earlier would free those slots.
+ */
+function settledBy(now: Date): mongo.Filter<JobDocument> {
+  return { lockedUntil: { $not: { $gt: now } } };
+}
+
+/** What `cancel` reads of a row before its write. */
+type CancelSubject = Pick<JobDocument, '_id' | 'status' | 'lockedUntil' | 'leaseMs'>;
+const CANCEL_SUBJECT = { status: 1, lockedUntil: 1, leaseMs: 1 } as const;
+
+/**
+ * Until when a cancelled run's handler may still run: a running row's deadline plus its recorded lease (the owner
+ * learns of the cancel by that deadline, then has one lease to settle). Undefined for a row that is not running.
+ */
+function settleDeadline(row: Pick<JobDocument, 'status' | 'lockedUntil' | 'leaseMs'>, fallbackLeaseMs: number) {
+  if (row.status !== 'running' || !(row.lockedUntil instanceof Date)) return undefined;
+  const leaseMs = typeof row.leaseMs === 'number' && row.leaseMs > 0 ? row.leaseMs : fallbackLeaseMs;
+  return addMs(row.lockedUntil, leaseMs);
+}
+
+/** The later of two optional dates. */
+function latest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a > b ? a : b;
 }
 
 /** What `purge` deletes: rows of one finished status, optionally of one name and finished before a date. */

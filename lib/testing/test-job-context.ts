@@ -40,8 +40,9 @@ export interface TestJobContext extends JobExecutionContext {
   readonly progressUpdates: readonly JobProgress[];
   /**
    * Aborts `signal` with `reason` (the first reason wins, as in a worker), e.g. a `JobTimeoutError` or
-   * `WorkerShutdownError`. A `LeaseLostError` also makes the context stale: `isStale` turns true and later
-   * `extendLockTime`/`updateProgress` calls reject with it, as they do on a real lost lease.
+   * `WorkerShutdownError`. A `JobCancelledError` (the default, as `jobs.cancel(id)` would) or a `LeaseLostError` also
+   * makes the context stale: `isStale` turns true and later `extendLockTime`/`updateProgress` calls reject with it,
+   * as they do once a real execution has seen its job cancelled or its lease lost.
    * @default reason a `JobCancelledError` for this job
    */
   abort(reason?: Error): void;
@@ -71,7 +72,8 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
 
   const controller = new AbortController();
   let leaseExpiresAt = Date.now() + leaseMs;
-  let stale: LeaseLostError | undefined;
+  /** Why the execution no longer owns its row (a cancel or a lost lease): later lease calls reject with it. */
+  let stale: LeaseLostError | JobCancelledError | undefined;
   const extendLockTimeCalls: number[] = [];
   const progressUpdates: JobProgress[] = [];
 
@@ -107,9 +109,9 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
       });
     },
     abort(reason: Error = new JobCancelledError(jobId)): void {
-      if (controller.signal.aborted) return;
-      if (reason instanceof LeaseLostError) stale = reason;
-      controller.abort(reason);
+      // A cancel or a lost lease ends the lease even after another abort (a timeout), as in a worker.
+      if (reason instanceof LeaseLostError || reason instanceof JobCancelledError) stale ??= reason;
+      if (!controller.signal.aborted) controller.abort(reason);
     },
   };
 }

@@ -31,17 +31,19 @@ export interface JobExecutionContext {
    * (`JobCancelledError`), it timed out (`JobTimeoutError`) or the worker is shutting down (`WorkerShutdownError`).
    * `signal.reason` holds that error. The attempt ends when the handler settles, and its outcome is what the
    * handler did: stop by rejecting with `signal.reason` (e.g. `signal.throwIfAborted()`) for that reason's rule
-   * (a shutdown releases the job without counting an attempt); returning normally marks the job completed.
+   * (a shutdown releases the job without counting an attempt); returning normally marks the job completed. A
+   * cancelled job's attempt ends as cancelled whatever the handler does.
    */
   readonly signal: AbortSignal;
   /** Current lease deadline. */
   readonly leaseExpiresAt: Date;
-  /** True once the lease is lost; nothing this execution writes afterwards is kept. */
+  /** True once the lease is lost or the job was cancelled; nothing this execution writes afterwards is kept. */
   readonly isStale: boolean;
   /**
    * Extends the lease to at least `ms` from when the renewal write starts. Concurrent calls coalesce into at most
    * one follow-up write (the longest duration wins). Rejects with `InvalidDurationError` for non-finite or ≤ 0 `ms`,
-   * with `LeaseLostError` when the job is no longer ours, and with the database's own error when the write failed.
+   * with `JobCancelledError` once the job was cancelled, with `LeaseLostError` when the job is otherwise no longer
+   * ours, and with the database's own error when the write failed.
    */
   extendLockTime(ms: number): Promise<void>;
   /**
@@ -51,8 +53,8 @@ export interface JobExecutionContext {
    * one follow-up (the latest value wins), every write is owner-fenced and also renews the lease. Call it as often as
    * you like, awaited or not; the value set last before the handler returns is on the completed row. Resolves when
    * the write covering the call lands (at once, writing nothing, after the job finished); rejects with
-   * `InvalidProgressError` for anything else (NaN, > 100, arrays, functions, …), `LeaseLostError` when the job is no
-   * longer ours, or the database's error.
+   * `InvalidProgressError` for anything else (NaN, > 100, arrays, functions, …), `JobCancelledError` once the job was
+   * cancelled, `LeaseLostError` when it is otherwise no longer ours, or the database's error.
    */
   updateProgress(value: JobProgress): Promise<void>;
 }

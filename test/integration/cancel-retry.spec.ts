@@ -58,7 +58,8 @@ describe('cancel then retry of a running job', () => {
     // Cancel keeps the old owner's last deadline; retry makes the job due no earlier.
     expect(cancelled?.lockedUntil?.getTime()).toBeGreaterThanOrEqual(deadline.getTime());
     expect(retried).toMatchObject({ status: 'pending', runAt: cancelled?.lockedUntil });
-    // A remote owner is not told "cancelled": its next renewal finds the row no longer its own.
+    // The job was retried before the remote owner's next renewal: that renewal finds it pending, not cancelled, and
+    // cannot tell the cancel from a takeover (a renewal that finds the row cancelled aborts with JobCancelledError).
     expect(starts[0].abortedWith).toMatchObject({ name: 'LeaseLostError', reason: 'taken-over' });
   });
 

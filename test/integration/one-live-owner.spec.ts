@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
+import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobRunner } from '../../lib/execution/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -127,6 +128,11 @@ describe('one live owner per job', () => {
     const job = await worker.jobs.enqueue('stubborn.twice', { ms: 2_500 });
     await waitFor(() => runs.length === 1, 'the first run');
     await admin.jobs.cancel(job.id);
+    // A cancel keeps the job from being claimed again while the cancelled handler may run. An older version's cancel
+    // did not raise the deadline, and its retry could be claimed while the first run was still tracked here.
+    await worker.connection
+      .collection('jobs')
+      .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { lockedUntil: new Date() } });
     await admin.jobs.retry(job.id);
     await waitFor(() => runs.length === 2, 'the second claim', 5_000);
     expect(runs[0].endedAt).toBeUndefined();

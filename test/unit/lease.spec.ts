@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { InvalidDurationError } from '../../lib/errors/invalid-duration.error';
+import { JobCancelledError } from '../../lib/errors/job-cancelled.error';
 import { LeaseLostError } from '../../lib/errors/lease-lost.error';
 import { Lease, type LeaseConfig } from '../../lib/lease/lease';
 
@@ -27,6 +28,8 @@ type AutoResponse = { delayMs: number; fail?: unknown };
 class FakeStore {
   row: number;
   owned = true;
+  /** When set, a write that does not match answers that the job was cancelled (the row says `cancelled`). */
+  cancelled = false;
   /** When set, the lockedUntil the store returns instead of the row (a misbehaving store). */
   returnOverride: number | undefined;
   /** How new writes respond; undefined leaves them blocked until the test settles them. */
@@ -43,8 +46,8 @@ class FakeStore {
   /** The progress value on the row (set by each write that carries one and matches). */
   progress: unknown;
 
-  readonly renew = (requestedUntil: Date, progress?: unknown): Promise<Date | null> =>
-    new Promise<Date | null>((resolve, reject) => {
+  readonly renew = (requestedUntil: Date, progress?: unknown): Promise<Date | null | 'cancelled'> =>
+    new Promise<Date | null | 'cancelled'>((resolve, reject) => {
       const index = this.writes.length;
       this.concurrent += 1;
       this.maxConcurrent = Math.max(this.maxConcurrent, this.concurrent);
@@ -63,6 +66,7 @@ class FakeStore {
         succeed: () => {
           if (write.settled) throw new Error(`write ${index} already settled`);
           finish();
+          if (this.cancelled) return resolve('cancelled');
           if (!this.owned) return resolve(null);
           this.row = Math.max(this.row, requestedUntil.getTime());
           if (progress !== undefined) this.progress = progress;
@@ -115,6 +119,7 @@ function setup(overrides: Partial<LeaseConfig> & { claimMs?: number } = {}) {
   const store = new FakeStore(Date.now() + claimMs);
   const onStale = jest.fn<(error: LeaseLostError) => void>();
   const onRenewed = jest.fn<(lockedUntil: Date) => void>();
+  const onCancelled = jest.fn<(error: JobCancelledError) => void>();
   const lease = new Lease({
     jobId: 'job-1',
     lockId: 'lock-1',
@@ -124,9 +129,10 @@ function setup(overrides: Partial<LeaseConfig> & { claimMs?: number } = {}) {
     renew: store.renew,
     onStale,
     onRenewed,
+    onCancelled,
     ...config,
   });
-  return { lease, store, onStale, onRenewed };
+  return { lease, store, onStale, onRenewed, onCancelled };
 }
 
 describe('Lease', () => {
@@ -746,6 +752,66 @@ describe('Lease', () => {
       expect(store.writes).toHaveLength(1);
       expect(onStale).toHaveBeenCalledTimes(1);
       expect(onRenewed).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('cancelled job', () => {
+    it('a renewal that finds the job cancelled ends the lease as cancelled, not lost: every call rejects with it', async () => {
+      const { lease, store, onStale, onCancelled } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      store.auto = { delayMs: 0 };
+      lease.start();
+      store.cancelled = true;
+      const refused = track(lease.updateProgress(50));
+      await flush();
+      expect(refused.outcome).toEqual({ state: 'rejected', reason: expect.any(JobCancelledError) });
+      const reason = (refused.outcome as { reason: JobCancelledError }).reason;
+      expect(onCancelled).toHaveBeenCalledTimes(1);
+      expect(onCancelled).toHaveBeenCalledWith(reason);
+      expect(onStale).not.toHaveBeenCalled();
+      expect(lease.isCancelled).toBe(true);
+      expect(lease.isStale).toBe(true);
+      await expect(lease.extend(1_000)).rejects.toBe(reason);
+      await expect(lease.updateProgress(60)).rejects.toBe(reason);
+      await expect(lease.lost).resolves.toBe(reason);
+      // Nothing is written any more, and no timer is left: the row is no longer this execution's.
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.writes).toHaveLength(1);
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('cancel() rejects the outstanding calls with its reason and stops the heartbeat, without telling onStale', async () => {
+      const { lease, store, onStale, onCancelled } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      lease.start();
+      const inFlight = track(lease.extend(500));
+      const waiting = track(lease.updateProgress(10));
+      const reason = new JobCancelledError('job-1');
+      lease.cancel(reason);
+      await flush();
+      expect(inFlight.outcome).toEqual({ state: 'rejected', reason });
+      expect(waiting.outcome).toEqual({ state: 'rejected', reason });
+      await expect(lease.extend(1_000)).rejects.toBe(reason);
+      store.writes[0].succeed(); // the write in flight lands late: it changes nothing
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect(store.writes).toHaveLength(1);
+      expect(onStale).not.toHaveBeenCalled();
+      expect(onCancelled).not.toHaveBeenCalled();
+      expect(jest.getTimerCount()).toBe(0);
+      lease.cancel(new JobCancelledError('job-1')); // once only
+      await expect(lease.lost).resolves.toBe(reason);
+    });
+
+    it('records the claim’s lease until one of its renewals has landed, its own from then on', async () => {
+      const claimedAt = new Date(T0);
+      const { lease, store } = setup({ claimMs: 30_000, leaseMs: 90_000, heartbeatIntervalMs: 30_000, claimedAt });
+      store.auto = { delayMs: 5 };
+      lease.start();
+      expect(lease.recordedLeaseMs).toBe(30_000);
+      const renewal = track(lease.extend(1_000));
+      await jest.advanceTimersByTimeAsync(1);
+      expect(lease.recordedLeaseMs).toBe(30_000); // sent, not landed
+      await jest.advanceTimersByTimeAsync(10);
+      expect(renewal.outcome.state).toBe('resolved');
+      expect(lease.recordedLeaseMs).toBe(90_000);
     });
   });
 

@@ -1,6 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
-import { InvalidOptionError, JobCancelledError, type JobExecutionContext, LeaseLostError } from '../../lib';
+import {
+  InvalidOptionError,
+  JobCancelledError,
+  type JobExecutionContext,
+  JobTimeoutError,
+  LeaseLostError,
+} from '../../lib';
 import { JobExecution } from '../../lib/execution/job-execution';
 import { Lease } from '../../lib/lease/lease';
 import type { JobDocument } from '../../lib/persistence/job.schema';
@@ -136,12 +142,34 @@ describe('createTestJobContext', () => {
     expect(ctx.progressUpdates).toEqual([]);
   });
 
-  it('keeps renewing after an abort that is not a lost lease (the real lease does too)', async () => {
+  it('keeps renewing after an abort that is neither a lost lease nor a cancel (the real lease does too)', async () => {
     const ctx = createTestJobContext();
-    ctx.abort(new JobCancelledError(ctx.jobId));
+    ctx.abort(new JobTimeoutError(ctx.jobId, 1_000));
     await ctx.extendLockTime(5_000);
     expect(ctx.isStale).toBe(false);
     expect(ctx.extendLockTimeCalls).toEqual([5_000]);
+  });
+
+  it('after ctx.abort() (a cancel), extendLockTime and updateProgress reject with the abort reason, as a real one', async () => {
+    const ctx = createTestJobContext();
+    ctx.abort();
+    const reason = ctx.signal.reason;
+    expect(reason).toBeInstanceOf(JobCancelledError);
+    await expect(ctx.extendLockTime(1_000)).rejects.toBe(reason);
+    await expect(ctx.updateProgress(50)).rejects.toBe(reason);
+    expect(ctx.isStale).toBe(true);
+    expect(ctx.extendLockTimeCalls).toEqual([]);
+    expect(ctx.progressUpdates).toEqual([]);
+  });
+
+  it('a cancel after a timeout abort still ends the lease, while the signal keeps its first reason', async () => {
+    const ctx = createTestJobContext();
+    ctx.abort(new JobTimeoutError(ctx.jobId, 1_000));
+    const cancel = new JobCancelledError(ctx.jobId);
+    ctx.abort(cancel);
+    expect(ctx.signal.reason).toBeInstanceOf(JobTimeoutError);
+    await expect(ctx.extendLockTime(1_000)).rejects.toBe(cancel);
+    expect(ctx.isStale).toBe(true);
   });
 
   it('lets a handler fire and forget a refused call, as the real context does (no unhandled rejection)', async () => {
