@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
-import { JobEvents } from '../events/job-events';
+import { JobEvents, type OutcomeSlot } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { JobRetention } from '../retention/job-retention.service';
@@ -45,91 +45,108 @@ export class JobFinalizer {
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
-    switch (outcome.kind) {
-      case 'succeeded': {
-        transition = 'completed';
-        const expiresAt = this.retention.expiresAt('completed', doc, at);
-        result = await persist(() =>
-          this.repository.complete(doc._id, lockId, at, {
-            result: outcome.result,
-            progress: execution.lastProgress,
-            expiresAt,
-          }),
-        );
-        onWritten = () => this.events.emit('completed', about);
-        break;
-      }
-      case 'failed': {
-        const { message, errorClass, stack } = errorInfo(outcome.error);
-        const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
-        const attemptsAfter = doc.attemptCount + 1;
-        const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
-        const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
-        const next = exhausted
-          ? ({ status: 'dead', expiresAt: this.retention.expiresAt('dead', doc, at) } as const)
-          : ({ status: 'pending', runAt } as const);
-        transition = next.status;
-        this.logger.warn(
-          `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
-        );
-        result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
-        onWritten = () => this.events.emit(exhausted ? 'dead' : 'retrying', about, message);
-        break;
-      }
-      case 'shutdown':
-        transition = 'released';
-        result = await persist(() => this.repository.release(doc._id, lockId, at));
-        break;
-      case 'stale':
-        this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
-        return;
-      case 'cancelled':
-        this.logger.log(`${label} was cancelled`);
-        return;
-      case 'not_started':
-        this.logger.warn(`${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`);
-        return;
-      case 'abandoned':
-        this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
-        return;
-    }
-    switch (result.kind) {
-      case 'written':
-        return onWritten();
-      case 'not_owned':
-        return this.logger.warn(
-          `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
-        );
-      case 'gave_up': {
-        const { why, late } = result;
-        if (!late) {
-          return this.logger.warn(
-            `${label}: could not be marked ${transition} (${why}); the row is reclaimed once its lease has run out`,
+    // The ending event's place is kept from before its write is sent: once the row is pending again, this process may
+    // claim and start it on another pooled connection before this write's answer arrives.
+    let slot: OutcomeSlot | undefined;
+    let releasedLater = false;
+    try {
+      switch (outcome.kind) {
+        case 'succeeded': {
+          transition = 'completed';
+          const expiresAt = this.retention.expiresAt('completed', doc, at);
+          slot = this.events.reserveOutcome(about);
+          result = await persist(() =>
+            this.repository.complete(doc._id, lockId, at, {
+              result: outcome.result,
+              progress: execution.lastProgress,
+              expiresAt,
+            }),
           );
+          onWritten = () => slot?.emit('completed');
+          break;
         }
-        // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
-        this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
-        void late.then((landed) => {
-          if (landed) {
-            this.logger.log(`${label}: marked ${transition} after all (the write landed while the row was still ours)`);
-            onWritten();
-          } else {
-            this.logger.warn(
-              `${label}: not marked ${transition} (the row was no longer this worker's, or the write failed); ` +
-                'a row still running is reclaimed once its lease has run out',
+        case 'failed': {
+          const { message, errorClass, stack } = errorInfo(outcome.error);
+          const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
+          const attemptsAfter = doc.attemptCount + 1;
+          const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
+          const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
+          const next = exhausted
+            ? ({ status: 'dead', expiresAt: this.retention.expiresAt('dead', doc, at) } as const)
+            : ({ status: 'pending', runAt } as const);
+          transition = next.status;
+          this.logger.warn(
+            `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
+          );
+          slot = this.events.reserveOutcome(about);
+          result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
+          onWritten = () => slot?.emit(exhausted ? 'dead' : 'retrying', message);
+          break;
+        }
+        case 'shutdown':
+          transition = 'released';
+          result = await persist(() => this.repository.release(doc._id, lockId, at));
+          break;
+        case 'stale':
+          this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
+          return;
+        case 'cancelled':
+          this.logger.log(`${label} was cancelled`);
+          return;
+        case 'not_started':
+          this.logger.warn(
+            `${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`,
+          );
+          return;
+        case 'abandoned':
+          this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
+          return;
+      }
+      switch (result.kind) {
+        case 'written':
+          return onWritten();
+        case 'not_owned':
+          return this.logger.warn(
+            `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
+          );
+        case 'gave_up': {
+          const { why, late } = result;
+          if (!late) {
+            return this.logger.warn(
+              `${label}: could not be marked ${transition} (${why}); the row is reclaimed once its lease has run out`,
             );
           }
-        });
-        return;
+          // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
+          this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
+          // The slot is released once this answer is handled, not before: a landed write's event keeps its place.
+          releasedLater = true;
+          void late.then((landed) => {
+            if (landed) {
+              this.logger.log(
+                `${label}: marked ${transition} after all (the write landed while the row was still ours)`,
+              );
+              onWritten();
+            } else {
+              this.logger.warn(
+                `${label}: not marked ${transition} (the row was no longer this worker's, or the write failed); ` +
+                  'a row still running is reclaimed once its lease has run out',
+              );
+            }
+            slot?.release();
+          });
+          return;
+        }
+        case 'refused':
+          return await this.deadLetterUnstorable(execution, transition, result.error, deadline, slot);
+        case 'abandoned':
+          lease.stopRenewing();
+          return this.logger.error(
+            `${label}: could not be marked ${transition} (${errorInfo(result.error).message}); its lease is no longer ` +
+              'renewed and the row is reclaimed once it runs out',
+          );
       }
-      case 'refused':
-        return this.deadLetterUnstorable(execution, transition, result.error, deadline);
-      case 'abandoned':
-        lease.stopRenewing();
-        return this.logger.error(
-          `${label}: could not be marked ${transition} (${errorInfo(result.error).message}); its lease is no longer ` +
-            'renewed and the row is reclaimed once it runs out',
-        );
+    } finally {
+      if (!releasedLater) slot?.release();
     }
   }
 
@@ -154,7 +171,8 @@ export class JobFinalizer {
     execution: JobExecution,
     transition: string,
     refusal: unknown,
-    deadline?: () => number | undefined,
+    deadline: (() => number | undefined) | undefined,
+    slot: OutcomeSlot | undefined,
   ): Promise<void> {
     const { doc, lockId } = execution.claim;
     const why = errorInfo(refusal).message;
@@ -168,8 +186,7 @@ export class JobFinalizer {
       execution.handler.leaseMs,
       deadline,
     );
-    const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
-    if (result.kind === 'written') this.events.emit('dead', about, reason);
+    if (result.kind === 'written') slot?.emit('dead', reason);
     else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
   }
 }

@@ -25,6 +25,22 @@ export interface ActiveErrorRule {
   remove(): void;
 }
 
+/** "Forward the commands `match` picks, but hold their server's answer back `ms`, `times` times". */
+export interface DelayedReplyRule {
+  /** Sees each command as the server would (body plus document sequences, values promoted). */
+  match: (command: Document) => boolean;
+  /** How long the answer is held after it arrived from the server. */
+  ms: number;
+  /** @default 1 */
+  times?: number;
+}
+
+interface DelayState {
+  rule: DelayedReplyRule;
+  left: number;
+  hits: number;
+}
+
 interface RuleState {
   rule: ErrorReplyRule;
   left: number;
@@ -34,11 +50,13 @@ interface RuleState {
 /**
  * A wire-protocol proxy for fault tests: it forwards every message, except commands matched by a rule, which it
  * answers itself with a server error reply and never sends on. The driver sees exactly what a server that refused the
- * command would answer (a `MongoServerError` with that code); the row is untouched.
+ * command would answer (a `MongoServerError` with that code); the row is untouched. A delay rule instead lets the
+ * command through and holds back only its answer: the write lands, and the driver learns it late.
  */
 export class ErrorReplyProxy {
   private readonly sockets = new Set<Socket>();
   private readonly rules: RuleState[] = [];
+  private readonly delays: DelayState[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -81,6 +99,23 @@ export class ErrorReplyProxy {
     };
   }
 
+  /**
+   * Forwards the next `times` commands `match` picks, and passes on each one's answer `ms` after the server sent it
+   * (later answers on that connection wait behind it, as on a slow link). The command itself is not delayed.
+   */
+  delayReply(rule: DelayedReplyRule): ActiveErrorRule {
+    const state: DelayState = { rule, left: rule.times ?? 1, hits: 0 };
+    this.delays.push(state);
+    return {
+      get hits() {
+        return state.hits;
+      },
+      remove: () => {
+        state.left = 0;
+      },
+    };
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
@@ -98,15 +133,56 @@ export class ErrorReplyProxy {
         upstream.destroy();
       });
     }
+    /** Request ids on this connection whose answer is held back, and for how long. */
+    const heldAnswers = new Map<number, number>();
     client.on(
       'data',
       framer((message) => {
         const answer = this.errorFor(message);
-        if (answer) client.write(answer);
-        else upstream.write(message);
+        if (answer) {
+          client.write(answer);
+          return;
+        }
+        const delayMs = this.delayFor(message);
+        if (delayMs !== undefined) heldAnswers.set(message.readInt32LE(4), delayMs);
+        upstream.write(message);
       }),
     );
-    upstream.on('data', (chunk) => client.write(chunk));
+    // Answers leave in the order they came: one held back holds back those behind it.
+    let outgoing = settled;
+    upstream.on(
+      'data',
+      framer((message) => {
+        const responseTo = message.readInt32LE(8);
+        const delayMs = heldAnswers.get(responseTo);
+        heldAnswers.delete(responseTo);
+        if (delayMs === undefined && heldAnswers.size === 0 && outgoing === settled) {
+          client.write(message);
+          return;
+        }
+        const sent = outgoing
+          .then(() => (delayMs === undefined ? undefined : sleep(delayMs)))
+          .then(() => {
+            if (!client.destroyed) client.write(message);
+          });
+        outgoing = sent;
+        void sent.then(() => {
+          if (outgoing === sent) outgoing = settled;
+        });
+      }),
+    );
+  }
+
+  /** How long to hold the answer of a command a delay rule picks (and counts), or undefined. */
+  private delayFor(message: Buffer): number | undefined {
+    if (message.readInt32LE(12) !== OP_MSG || this.delays.every((state) => state.left === 0)) return undefined;
+    if ((parseOpMsg(message).flags & MORE_TO_COME) !== 0) return undefined;
+    const command = commandOf(message);
+    const state = this.delays.find(({ rule, left }) => left > 0 && rule.match(command));
+    if (!state) return undefined;
+    state.left -= 1;
+    state.hits += 1;
+    return state.rule.ms;
   }
 
   /** The error reply for a command a rule picks (and counts), or undefined to forward it. */
@@ -125,6 +201,12 @@ export class ErrorReplyProxy {
     if (codeName !== undefined) reply.codeName = codeName;
     return replyTo(message, reply);
   }
+}
+
+const settled = Promise.resolve();
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** An `update` command of `collection` whose (first) update sets `status` to `status`: a job's finishing write. */
