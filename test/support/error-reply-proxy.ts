@@ -1,5 +1,6 @@
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import type { Document } from 'bson';
+import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
 import { commandOf, framer, MORE_TO_COME, OP_MSG, parseOpMsg, replyTo } from './wire-messages';
 
 /** The server error a rule answers with: `{ ok: 0, code, errmsg }` (no `code` at all when it is undefined). */
@@ -61,13 +62,12 @@ export class ErrorReplyProxy {
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    private readonly targetUri: string,
   ) {}
 
   /** Listens on 127.0.0.1 on a free port and forwards to `targetUri`'s first host (`mongodb://host:port`). */
   static async start(targetUri: string): Promise<ErrorReplyProxy> {
-    const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,]+):(\d+)/.exec(targetUri);
-    if (!match) throw new Error(`ErrorReplyProxy needs a mongodb://host:port URI, got ${targetUri}`);
-    const target = { host: match[1], port: Number(match[2]) };
+    const target = proxyTarget(targetUri, 'ErrorReplyProxy');
     let proxy: ErrorReplyProxy | undefined;
     const server = createServer((client) => proxy?.accept(client, target));
     await new Promise<void>((resolve, reject) => {
@@ -76,13 +76,16 @@ export class ErrorReplyProxy {
     });
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('ErrorReplyProxy: no TCP address');
-    proxy = new ErrorReplyProxy(server, address.port);
+    proxy = new ErrorReplyProxy(server, address.port, targetUri);
     return proxy;
   }
 
-  /** Connection string through this proxy (`directConnection`, so the driver never bypasses it). */
+  /**
+   * Connection string through this proxy (`directConnection`, so the driver never bypasses it), with the target URI's
+   * credentials and options (see `uriThroughProxy`).
+   */
   get uri(): string {
-    return `mongodb://127.0.0.1:${this.port}/?directConnection=true`;
+    return uriThroughProxy(this.targetUri, this.port);
   }
 
   /** Answers the next `times` commands `match` picks with the error. Rules are tried in the order they were added. */
@@ -121,8 +124,8 @@ export class ErrorReplyProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private accept(client: Socket, target: { host: string; port: number }): void {
-    const upstream = tcpConnect(target.port, target.host);
+  private accept(client: Socket, target: ProxyTarget): void {
+    const upstream = connectUpstream(target);
     for (const socket of [client, upstream]) {
       socket.setNoDelay(true);
       this.sockets.add(socket);
