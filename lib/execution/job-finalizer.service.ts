@@ -34,119 +34,128 @@ export class JobFinalizer {
     settled: ExecutionOutcome,
     deadline?: () => number | undefined,
   ): Promise<void> {
+    // The ending event's place is kept from before its write is sent: once the row is pending again, this process may
+    // claim and start it on another pooled connection before this write's answer arrives.
+    const slot = this.events.reserveOutcome({
+      jobId: execution.jobId,
+      name: execution.claim.doc.name,
+      attempt: execution.context.attempt,
+    });
+    let releasedLater = false;
+    try {
+      await this.writeOutcome(execution, settled, deadline, slot, () => {
+        releasedLater = true;
+      });
+    } finally {
+      if (!releasedLater) slot.release();
+    }
+  }
+
+  /** `finalize`'s write; `releaseLater` hands the release of `slot` to a write whose answer comes after this returns. */
+  private async writeOutcome(
+    execution: JobExecution,
+    settled: ExecutionOutcome,
+    deadline: (() => number | undefined) | undefined,
+    slot: OutcomeSlot,
+    releaseLater: () => void,
+  ): Promise<void> {
     const outcome = withStorableResult(execution, settled);
     const { doc, lockId } = execution.claim;
     const { lease } = execution;
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
-    const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
     const budgetMs = execution.handler.leaseMs;
     const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline);
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
-    // The ending event's place is kept from before its write is sent: once the row is pending again, this process may
-    // claim and start it on another pooled connection before this write's answer arrives.
-    let slot: OutcomeSlot | undefined;
-    let releasedLater = false;
-    try {
-      switch (outcome.kind) {
-        case 'succeeded': {
-          transition = 'completed';
-          const expiresAt = this.retention.expiresAt('completed', doc, at);
-          slot = this.events.reserveOutcome(about);
-          result = await persist(() =>
-            this.repository.complete(doc._id, lockId, at, {
-              result: outcome.result,
-              progress: execution.lastProgress,
-              expiresAt,
-            }),
-          );
-          onWritten = () => slot?.emit('completed');
-          break;
-        }
-        case 'failed': {
-          const { message, errorClass, stack } = errorInfo(outcome.error);
-          const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
-          const attemptsAfter = doc.attemptCount + 1;
-          const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
-          const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
-          const next = exhausted
-            ? ({ status: 'dead', expiresAt: this.retention.expiresAt('dead', doc, at) } as const)
-            : ({ status: 'pending', runAt } as const);
-          transition = next.status;
-          this.logger.warn(
-            `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
-          );
-          slot = this.events.reserveOutcome(about);
-          result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
-          onWritten = () => slot?.emit(exhausted ? 'dead' : 'retrying', message);
-          break;
-        }
-        case 'shutdown':
-          transition = 'released';
-          result = await persist(() => this.repository.release(doc._id, lockId, at));
-          break;
-        case 'stale':
-          this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
-          return;
-        case 'cancelled':
-          this.logger.log(`${label} was cancelled`);
-          return;
-        case 'not_started':
-          this.logger.warn(
-            `${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`,
-          );
-          return;
-        case 'abandoned':
-          this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
-          return;
+    switch (outcome.kind) {
+      case 'succeeded': {
+        transition = 'completed';
+        const expiresAt = this.retention.expiresAt('completed', doc, at);
+        result = await persist(() =>
+          this.repository.complete(doc._id, lockId, at, {
+            result: outcome.result,
+            progress: execution.lastProgress,
+            expiresAt,
+          }),
+        );
+        onWritten = () => slot.emit('completed');
+        break;
       }
-      switch (result.kind) {
-        case 'written':
-          return onWritten();
-        case 'not_owned':
+      case 'failed': {
+        const { message, errorClass, stack } = errorInfo(outcome.error);
+        const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
+        const attemptsAfter = doc.attemptCount + 1;
+        const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
+        const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
+        const next = exhausted
+          ? ({ status: 'dead', expiresAt: this.retention.expiresAt('dead', doc, at) } as const)
+          : ({ status: 'pending', runAt } as const);
+        transition = next.status;
+        this.logger.warn(
+          `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
+        );
+        result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
+        onWritten = () => slot.emit(exhausted ? 'dead' : 'retrying', message);
+        break;
+      }
+      case 'shutdown':
+        transition = 'released';
+        result = await persist(() => this.repository.release(doc._id, lockId, at));
+        break;
+      case 'stale':
+        this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
+        return;
+      case 'cancelled':
+        this.logger.log(`${label} was cancelled`);
+        return;
+      case 'not_started':
+        this.logger.warn(`${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`);
+        return;
+      case 'abandoned':
+        this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
+        return;
+    }
+    switch (result.kind) {
+      case 'written':
+        return onWritten();
+      case 'not_owned':
+        return this.logger.warn(
+          `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
+        );
+      case 'gave_up': {
+        const { why, late } = result;
+        if (!late) {
           return this.logger.warn(
-            `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
+            `${label}: could not be marked ${transition} (${why}); the row is reclaimed once its lease has run out`,
           );
-        case 'gave_up': {
-          const { why, late } = result;
-          if (!late) {
-            return this.logger.warn(
-              `${label}: could not be marked ${transition} (${why}); the row is reclaimed once its lease has run out`,
+        }
+        // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
+        this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
+        releaseLater(); // a landed write's event keeps its place until that answer is handled
+        void late.then((landed) => {
+          if (landed) {
+            this.logger.log(`${label}: marked ${transition} after all (the write landed while the row was still ours)`);
+            onWritten();
+          } else {
+            this.logger.warn(
+              `${label}: not marked ${transition} (the row was no longer this worker's, or the write failed); ` +
+                'a row still running is reclaimed once its lease has run out',
             );
           }
-          // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
-          this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
-          // The slot is released once this answer is handled, not before: a landed write's event keeps its place.
-          releasedLater = true;
-          void late.then((landed) => {
-            if (landed) {
-              this.logger.log(
-                `${label}: marked ${transition} after all (the write landed while the row was still ours)`,
-              );
-              onWritten();
-            } else {
-              this.logger.warn(
-                `${label}: not marked ${transition} (the row was no longer this worker's, or the write failed); ` +
-                  'a row still running is reclaimed once its lease has run out',
-              );
-            }
-            slot?.release();
-          });
-          return;
-        }
-        case 'refused':
-          return await this.deadLetterUnstorable(execution, transition, result.error, deadline, slot);
-        case 'abandoned':
-          lease.stopRenewing();
-          return this.logger.error(
-            `${label}: could not be marked ${transition} (${errorInfo(result.error).message}); its lease is no longer ` +
-              'renewed and the row is reclaimed once it runs out',
-          );
+          slot.release();
+        });
+        return;
       }
-    } finally {
-      if (!releasedLater) slot?.release();
+      case 'refused':
+        return this.deadLetterUnstorable(execution, transition, result.error, deadline, slot);
+      case 'abandoned':
+        lease.stopRenewing();
+        return this.logger.error(
+          `${label}: could not be marked ${transition} (${errorInfo(result.error).message}); its lease is no longer ` +
+            'renewed and the row is reclaimed once it runs out',
+        );
     }
   }
 
@@ -172,7 +181,7 @@ export class JobFinalizer {
     transition: string,
     refusal: unknown,
     deadline: (() => number | undefined) | undefined,
-    slot: OutcomeSlot | undefined,
+    slot: OutcomeSlot,
   ): Promise<void> {
     const { doc, lockId } = execution.claim;
     const why = errorInfo(refusal).message;
@@ -186,7 +195,7 @@ export class JobFinalizer {
       execution.handler.leaseMs,
       deadline,
     );
-    if (result.kind === 'written') slot?.emit('dead', reason);
+    if (result.kind === 'written') slot.emit('dead', reason);
     else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
   }
 }
