@@ -26,12 +26,14 @@ export interface ActiveErrorRule {
   remove(): void;
 }
 
-/** "Forward the commands `match` picks, but hold their server's answer back `ms`, `times` times". */
+/** "Forward the commands `match` picks, but hold their server's answer back (`ms`, or `until`), `times` times". */
 export interface DelayedReplyRule {
   /** Sees each command as the server would (body plus document sequences, values promoted). */
   match: (command: Document) => boolean;
   /** How long the answer is held after it arrived from the server. */
-  ms: number;
+  ms?: number;
+  /** Holds the answer until this settles (a condition the test waits for), instead of for `ms`. */
+  until?: Promise<unknown>;
   /** @default 1 */
   times?: number;
 }
@@ -103,8 +105,9 @@ export class ErrorReplyProxy {
   }
 
   /**
-   * Forwards the next `times` commands `match` picks, and passes on each one's answer `ms` after the server sent it
-   * (later answers on that connection wait behind it, as on a slow link). The command itself is not delayed.
+   * Forwards the next `times` commands `match` picks, and passes on each one's answer `ms` after the server sent it, or
+   * once `until` settles (later answers on that connection wait behind it, as on a slow link). The command itself is
+   * not delayed.
    */
   delayReply(rule: DelayedReplyRule): ActiveErrorRule {
     const state: DelayState = { rule, left: rule.times ?? 1, hits: 0 };
@@ -137,7 +140,7 @@ export class ErrorReplyProxy {
       });
     }
     /** Request ids on this connection whose answer is held back, and for how long. */
-    const heldAnswers = new Map<number, number>();
+    const heldAnswers = new Map<number, () => Promise<unknown>>();
     client.on(
       'data',
       framer((message) => {
@@ -146,8 +149,8 @@ export class ErrorReplyProxy {
           client.write(answer);
           return;
         }
-        const delayMs = this.delayFor(message);
-        if (delayMs !== undefined) heldAnswers.set(message.readInt32LE(4), delayMs);
+        const hold = this.holdFor(message);
+        if (hold !== undefined) heldAnswers.set(message.readInt32LE(4), hold);
         upstream.write(message);
       }),
     );
@@ -157,14 +160,14 @@ export class ErrorReplyProxy {
       'data',
       framer((message) => {
         const responseTo = message.readInt32LE(8);
-        const delayMs = heldAnswers.get(responseTo);
+        const hold = heldAnswers.get(responseTo);
         heldAnswers.delete(responseTo);
-        if (delayMs === undefined && heldAnswers.size === 0 && outgoing === settled) {
+        if (hold === undefined && heldAnswers.size === 0 && outgoing === settled) {
           client.write(message);
           return;
         }
         const sent = outgoing
-          .then(() => (delayMs === undefined ? undefined : sleep(delayMs)))
+          .then(() => hold?.().catch(() => undefined))
           .then(() => {
             if (!client.destroyed) client.write(message);
           });
@@ -176,8 +179,8 @@ export class ErrorReplyProxy {
     );
   }
 
-  /** How long to hold the answer of a command a delay rule picks (and counts), or undefined. */
-  private delayFor(message: Buffer): number | undefined {
+  /** What holds the answer of a command a delay rule picks (and counts) back, or undefined. */
+  private holdFor(message: Buffer): (() => Promise<unknown>) | undefined {
     if (message.readInt32LE(12) !== OP_MSG || this.delays.every((state) => state.left === 0)) return undefined;
     if ((parseOpMsg(message).flags & MORE_TO_COME) !== 0) return undefined;
     const command = commandOf(message);
@@ -185,7 +188,8 @@ export class ErrorReplyProxy {
     if (!state) return undefined;
     state.left -= 1;
     state.hits += 1;
-    return state.rule.ms;
+    const { ms, until } = state.rule;
+    return () => until ?? sleep(ms ?? 0);
   }
 
   /** The error reply for a command a rule picks (and counts), or undefined to forward it. */
