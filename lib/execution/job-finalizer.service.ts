@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
-import { JobEvents } from '../events/job-events';
+import { JobEvents, type OutcomeSlot } from '../events/job-events';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
 import { JobsRepository } from '../persistence/jobs.repository';
 import { JobRetention } from '../retention/job-retention.service';
@@ -34,12 +34,36 @@ export class JobFinalizer {
     settled: ExecutionOutcome,
     deadline?: () => number | undefined,
   ): Promise<void> {
+    // The ending event's place is kept from before its write is sent: once the row is pending again, this process may
+    // claim and start it on another pooled connection before this write's answer arrives.
+    const slot = this.events.reserveOutcome({
+      jobId: execution.jobId,
+      name: execution.claim.doc.name,
+      attempt: execution.context.attempt,
+    });
+    let releasedLater = false;
+    try {
+      await this.writeOutcome(execution, settled, deadline, slot, () => {
+        releasedLater = true;
+      });
+    } finally {
+      if (!releasedLater) slot.release();
+    }
+  }
+
+  /** `finalize`'s write; `releaseLater` hands the release of `slot` to a write whose answer comes after this returns. */
+  private async writeOutcome(
+    execution: JobExecution,
+    settled: ExecutionOutcome,
+    deadline: (() => number | undefined) | undefined,
+    slot: OutcomeSlot,
+    releaseLater: () => void,
+  ): Promise<void> {
     const outcome = withStorableResult(execution, settled);
     const { doc, lockId } = execution.claim;
     const { lease } = execution;
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
-    const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
     const budgetMs = execution.handler.leaseMs;
     const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline);
     let transition: string;
@@ -56,7 +80,7 @@ export class JobFinalizer {
             expiresAt,
           }),
         );
-        onWritten = () => this.events.emit('completed', about);
+        onWritten = () => slot.emit('completed');
         break;
       }
       case 'failed': {
@@ -73,7 +97,7 @@ export class JobFinalizer {
           `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
         );
         result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
-        onWritten = () => this.events.emit(exhausted ? 'dead' : 'retrying', about, message);
+        onWritten = () => slot.emit(exhausted ? 'dead' : 'retrying', message);
         break;
       }
       case 'shutdown':
@@ -115,6 +139,7 @@ export class JobFinalizer {
         }
         // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
         this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
+        releaseLater(); // a landed write's event keeps its place until that answer is handled
         void late.then((landed) => {
           if (landed) {
             this.logger.log(`${label}: marked ${transition} after all (the write landed while the row was still ours)`);
@@ -125,11 +150,12 @@ export class JobFinalizer {
                 'a row still running is reclaimed once its lease has run out',
             );
           }
+          slot.release();
         });
         return;
       }
       case 'refused':
-        return this.deadLetterUnstorable(execution, transition, result.error, deadline);
+        return this.deadLetterUnstorable(execution, transition, result.error, deadline, slot);
       case 'abandoned':
         lease.stopRenewing();
         return this.logger.error(
@@ -160,7 +186,8 @@ export class JobFinalizer {
     execution: JobExecution,
     transition: string,
     refusal: unknown,
-    deadline?: () => number | undefined,
+    deadline: (() => number | undefined) | undefined,
+    slot: OutcomeSlot,
   ): Promise<void> {
     const { doc, lockId } = execution.claim;
     const why = errorInfo(refusal).message;
@@ -174,8 +201,7 @@ export class JobFinalizer {
       execution.handler.leaseMs,
       deadline,
     );
-    const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
-    if (result.kind === 'written') this.events.emit('dead', about, reason);
+    if (result.kind === 'written') slot.emit('dead', reason);
     else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
   }
 }

@@ -1,12 +1,20 @@
 import { mongo } from 'mongoose';
 import type { GuaranteeIndex } from './guarantee-indexes';
 
-/** Reading MongoDB's duplicate-key errors (code 11000): which index refused a write, and on which field. */
+/**
+ * Reading duplicate-key errors (code 11000): which index refused a write, and on which field. The only place that
+ * knows the code and the wordings servers use.
+ */
 
 export const DUPLICATE_KEY = 11000;
 
 export function codeOf(error: unknown): unknown {
   return (error as { code?: unknown } | null)?.code;
+}
+
+/** A write refused by a unique index (whichever server, whatever its message says). */
+export function isDuplicateKey(error: unknown): boolean {
+  return codeOf(error) === DUPLICATE_KEY;
 }
 
 /** The write errors of a bulk write that failed only on duplicate keys (the other writes landed); else undefined. */
@@ -21,7 +29,8 @@ export function duplicateKeyErrorsOnly(
 
 /**
  * The index a duplicate-key error names and its key fields: from the driver's `keyPattern` when the server sent one,
- * else from the message, which every supported server words `... index: <name> dup key: { <field>: ... }`.
+ * else from the message: MongoDB words it `... index: <name> dup key: { <field>: ... }`, DocumentDB (Cosmos DB vCore)
+ * `Duplicate key violation on the requested collection: Index '<name>'`. Other servers may name nothing at all.
  */
 export function clashedIndex(error: unknown): { name?: string; fields?: string[] } {
   const { errmsg, message, keyPattern } = (error ?? {}) as {
@@ -30,18 +39,27 @@ export function clashedIndex(error: unknown): { name?: string; fields?: string[]
     keyPattern?: unknown;
   };
   const text = String(errmsg ?? message ?? '');
-  const name = /index: (\S+)/.exec(text)?.[1];
+  const name = /index: (\S+)/.exec(text)?.[1] ?? /\bIndex '([^']+)'/.exec(text)?.[1];
   if (keyPattern !== null && typeof keyPattern === 'object') return { name, fields: Object.keys(keyPattern) };
   const field = /dup key: \{ ?"?([^":\s]+)"?\s*:/.exec(text)?.[1];
   return { name, fields: field === undefined ? undefined : [field] };
 }
 
 /**
- * A duplicate key on a guarantee index's field, under whatever index name enforces it. A message we cannot read
- * counts as one: for the dedupe scope, the bounded tries of insertDeduped then end in DedupeKeyContendedError.
+ * Whether a duplicate-key error is a clash on a guarantee index (its field, under whatever index name enforces it;
+ * else its name): `unknown` when the error names neither, which only a read of the rows can settle.
+ */
+export function clashOn(error: unknown, index: GuaranteeIndex): 'yes' | 'no' | 'unknown' {
+  const { name, fields } = clashedIndex(error);
+  if (fields) return fields.length === 1 && fields[0] === index.field ? 'yes' : 'no';
+  if (name === undefined) return 'unknown';
+  return name === index.name ? 'yes' : 'no';
+}
+
+/**
+ * A duplicate key on a guarantee index, or one that names no index: for a claim's slot write, where only the slot
+ * indexes can refuse it (a claim sets no field an application index would cover), so the claim is simply retried.
  */
 export function isClashOn(error: unknown, index: GuaranteeIndex): boolean {
-  const { name, fields } = clashedIndex(error);
-  if (fields) return fields.length === 1 && fields[0] === index.field;
-  return name === undefined || name === index.name;
+  return clashOn(error, index) !== 'no';
 }

@@ -23,8 +23,8 @@ import {
   withSlots,
 } from './claim-queries';
 import { dedupeScope } from './dedupe-scope';
-import { clashedIndex, codeOf, DUPLICATE_KEY, duplicateKeyErrorsOnly, isClashOn } from './duplicate-key';
-import { DEDUPE_SCOPE_INDEX, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
+import { clashedIndex, clashOn, codeOf, duplicateKeyErrorsOnly, isDuplicateKey } from './duplicate-key';
+import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
 import type { JobDocument } from './job.schema';
 import { FINISHED_STATUSES, type FinishedStatus, type JobAttempt, type JobProgress, type JobStatus } from './job.types';
 
@@ -172,8 +172,8 @@ export class JobsRepository {
       await this.collection.insertOne(copy, { ...INSERT_OPTIONS, session });
       return { kind: 'inserted', doc: copy };
     } catch (error) {
-      if (codeOf(error) !== DUPLICATE_KEY) throw error;
-      const outcome = this.duplicateOutcome(error, doc, error);
+      if (!isDuplicateKey(error)) throw error;
+      const outcome = await this.duplicateOutcome(error, doc, error, session);
       if (outcome.kind === 'rejected') throw outcome.error;
       return outcome;
     }
@@ -193,7 +193,7 @@ export class JobsRepository {
       const duplicates = duplicateKeyErrorsOnly(error);
       if (!duplicates) throw error;
       for (const clash of duplicates.writeErrors) {
-        outcomes[clash.index] = this.duplicateOutcome(clash, docs[clash.index], error);
+        outcomes[clash.index] = await this.duplicateOutcome(clash, docs[clash.index], error, session);
       }
     }
     return outcomes;
@@ -209,13 +209,37 @@ export class JobsRepository {
     return this.collection.findOne({ _id: id });
   }
 
-  /** A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. */
-  private duplicateOutcome(clash: unknown, doc: NewJobDocument, cause: unknown): BulkInsertOutcome {
-    if (doc.dedupeScope !== undefined && isClashOn(clash, DEDUPE_SCOPE_INDEX))
+  /**
+   * A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. When the error
+   * does not say which index refused the job (servers other than MongoDB word it otherwise, or not at all), the rows
+   * decide, never a guess: only a row that already carries the job's scope or tick key can clash on it.
+   */
+  private async duplicateOutcome(
+    clash: unknown,
+    doc: NewJobDocument,
+    cause: unknown,
+    session?: mongo.ClientSession,
+  ): Promise<BulkInsertOutcome> {
+    const { dedupeScope, scheduleKey } = doc;
+    if (dedupeScope !== undefined && (await this.clashesOn(clash, DEDUPE_SCOPE_INDEX, { dedupeScope }, session)))
       return { kind: 'dedupe-clash', error: clash };
-    // Only a clash on the tick's own key means another instance was first; an application's index is named.
-    if (doc.scheduleKey !== undefined && isClashOn(clash, SCHEDULE_INDEX)) return { kind: 'tick-exists' };
+    if (scheduleKey !== undefined && (await this.clashesOn(clash, SCHEDULE_INDEX, { scheduleKey }, session)))
+      return { kind: 'tick-exists' };
     return { kind: 'rejected', error: this.rejected(clash, doc, cause) };
+  }
+
+  /** Whether `clash` is on `index`: as the error says, else whether a row carries the value that index keeps unique. */
+  private async clashesOn(
+    clash: unknown,
+    index: GuaranteeIndex,
+    carrier: mongo.Filter<JobDocument>,
+    session?: mongo.ClientSession,
+  ): Promise<boolean> {
+    const verdict = clashOn(clash, index);
+    if (verdict !== 'unknown') return verdict === 'yes';
+    // A transaction a duplicate key aborted can read nothing more: its caller retries or rethrows it whole.
+    if (session?.inTransaction()) throw clash;
+    return (await this.collection.findOne(carrier, { session, projection: { _id: 1 } })) !== null;
   }
 
   /** A duplicate key on an index that is not the dedupe scope's: named, so it cannot pass for a dedupe. */
@@ -273,8 +297,9 @@ export class JobsRepository {
       );
       return row as JobDocument;
     } catch (error) {
-      // A clash on the scope itself cannot happen here (the filter is the scope): only another index can reject it.
-      if (codeOf(error) !== DUPLICATE_KEY || isClashOn(error, DEDUPE_SCOPE_INDEX)) throw error;
+      // A clash on the scope (two upserts of it at once) is retried with the transaction; another index rejects the job.
+      // An error naming no index (the transaction is aborted: nothing can be read) is rethrown as it came.
+      if (!isDuplicateKey(error) || clashOn(error, DEDUPE_SCOPE_INDEX) !== 'no') throw error;
       throw this.rejected(error, copy, error);
     }
   }
@@ -642,8 +667,11 @@ export class JobsRepository {
         );
         if (revived) return { kind: 'revived', job: revived };
       } catch (error) {
-        if (codeOf(error) !== DUPLICATE_KEY) throw error;
-        if (scope === undefined || !isClashOn(error, DEDUPE_SCOPE_INDEX)) throw this.rejected(error, row, error);
+        if (!isDuplicateKey(error)) throw error;
+        const onScope =
+          scope !== undefined &&
+          (await this.clashesOn(error, DEDUPE_SCOPE_INDEX, { dedupeScope: scope, _id: { $ne: id } }));
+        if (!onScope) throw this.rejected(error, row, error);
         const [holder] = await this.findLiveHolders([scope]);
         if (holder) return { kind: 'conflict', job: row, holder };
         await this.freeStaleScope(scope);

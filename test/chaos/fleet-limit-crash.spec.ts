@@ -55,24 +55,22 @@ describe('chaos: a fleet-wide limit while worker processes are SIGKILLed', () =>
     const killedAt = new Map<string, number>();
     for (let i = 0; i < KILLS; i += 1) {
       await sleep(700);
-      // Kill a worker that runs a limited job right now, so the kill strands a held slot.
+      // Kill a worker that runs a limited job right now, so the kill strands a held slot. Chosen from the read that
+      // found one: a second read could find none (the job finished meanwhile).
       const db = client.db(dbName);
+      let victim: (typeof workers)[number] | undefined;
       await waitFor(
         async () => {
           const running = await db
             .collection('executions')
             .find({ end: { $exists: false } })
             .toArray();
-          return workers.some((w) => w.alive && w.isReady && running.some((r) => r.workerId === w.id));
+          victim = workers.find((w) => w.alive && w.isReady && running.some((r) => r.workerId === w.id));
+          return victim !== undefined;
         },
         'a worker running a limited job',
         30_000,
       );
-      const running = await db
-        .collection('executions')
-        .find({ end: { $exists: false } })
-        .toArray();
-      const victim = workers.find((w) => w.alive && w.isReady && running.some((r) => r.workerId === w.id));
       if (!victim) throw new Error('no victim');
       victim.kill('SIGKILL');
       killedAt.set(victim.id, Date.now());

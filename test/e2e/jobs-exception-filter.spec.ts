@@ -25,6 +25,7 @@ import {
   JobTimeoutError,
   requireJob,
 } from '../../lib';
+import { createIndexReady } from '../support/indexes';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /** A JSON answer: its status and body. */
@@ -205,7 +206,11 @@ describe('JobsExceptionFilter over HTTP (app.useGlobalFilters)', () => {
 
   it('keeps internal details out of 4xx bodies: no index or collection names, no list of handler names', async () => {
     const jobs = app.get<Connection>(getConnectionToken()).collection('jobs');
-    await jobs.createIndex({ 'payload.invoice': 1 }, { name: 'invoice_once_secret_ix', unique: true, sparse: true });
+    await createIndexReady(
+      jobs,
+      { 'payload.invoice': 1 },
+      { name: 'invoice_once_secret_ix', unique: true, sparse: true },
+    );
     try {
       expect((await request('POST', '/jobs/report', { payload: { invoice: 7 } })).status).toBe(201);
       const clash = await request('POST', '/jobs/report', { payload: { invoice: 7 } });

@@ -7,6 +7,7 @@ import { InvalidOptionError, type JobExecutionContext, JobHandler } from '../../
 import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
 import { ZonedCronTime } from '../../lib/schedule/zoned-cron-time';
+import { createIndexReady } from '../support/indexes';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 
@@ -125,7 +126,7 @@ describe('cron handlers', () => {
     await waitFor(() => runs.length >= 1, 'a first tick', 4_000);
     // An application index that allows one job per name: every later tick clashes on it, not on its own key.
     await app.connection.collection('jobs').deleteMany({});
-    await app.connection.collection('jobs').createIndex({ name: 1 }, { name: 'one_per_name', unique: true });
+    await createIndexReady(app.connection.collection('jobs'), { name: 1 }, { name: 'one_per_name', unique: true });
     const handler = app.get(JobHandlerRegistry).get('every-second');
     if (!handler) throw new Error('handler not registered');
     const scheduler = app.get(JobsCronScheduler);

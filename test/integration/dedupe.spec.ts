@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type Connection, Types } from 'mongoose';
 import { JobHandler } from '../../lib';
+import { createIndexReady } from '../support/indexes';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 
@@ -239,9 +240,11 @@ describe('dedupeKey', () => {
   ])('names a unique index of the application that rejects a job ($how)', async ({ key }) => {
     const [a] = producers;
     const index = `order_unique_${key ? 'keyed' : 'plain'}`;
-    await a.connection
-      .collection('jobs')
-      .createIndex({ 'payload.order': 1 }, { name: index, unique: true, sparse: true });
+    await createIndexReady(
+      a.connection.collection('jobs'),
+      { 'payload.order': 1 },
+      { name: index, unique: true, sparse: true },
+    );
     try {
       const order = { order: index };
       await a.jobs.enqueue('mail', order, { dedupeKey: key });
@@ -260,7 +263,7 @@ describe('dedupeKey', () => {
     const [a] = producers;
     const index = 'order_unique_batch';
     const jobs = a.connection.collection('jobs');
-    await jobs.createIndex({ 'payload.order': 1 }, { name: index, unique: true, sparse: true });
+    await createIndexReady(jobs, { 'payload.order': 1 }, { name: index, unique: true, sparse: true });
     const enqueued: string[] = [];
     const subscription = a.jobs.events$.subscribe((event) => {
       if (event.type === 'enqueued') enqueued.push(event.jobId);

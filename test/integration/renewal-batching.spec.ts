@@ -3,6 +3,7 @@ import type { Collection, Document, MongoClient } from 'mongodb';
 import { type Connection, mongo, Types } from 'mongoose';
 import { RenewalBatcher } from '../../lib/lease/renewal-batcher';
 import { now } from '../../lib/utils/clock';
+import { createIndexReady } from '../support/indexes';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
@@ -150,7 +151,7 @@ describe('batched lease renewals on a real wire server', () => {
 
   it('rejects only the renewal whose own write the server refused, and decides the others', async () => {
     // An application's unique index on the deadline: the one renewal asking for a held deadline is refused.
-    await jobs.createIndex({ lockedUntil: 1 }, { unique: true, sparse: true, name: 'app_unique_deadline' });
+    await createIndexReady(jobs, { lockedUntil: 1 }, { unique: true, sparse: true, name: 'app_unique_deadline' });
     try {
       const base = now().getTime() + 30_000;
       const held = new Date(base + 2);

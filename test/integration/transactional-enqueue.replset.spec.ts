@@ -3,7 +3,8 @@ import { Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
 import { type JobEvent, JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp } from '../support/jobs-app';
-import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
+import { detectTransactionSupport } from '../support/server-capabilities';
+import { uniqueDatabaseName } from '../support/test-database';
 
 @Injectable()
 class OrderHandlers {
@@ -12,31 +13,19 @@ class OrderHandlers {
 }
 
 /**
- * Atomicity of `enqueue(…, { session })` on a real server: needs a replica set (transactions), so it runs only when
- * MONGODB_URI points at one, e.g. `MONGODB_URI=mongodb://localhost:27017/?replicaSet=rs0 npm test -- transactional`.
- * Anywhere else it logs one line saying why and its tests return at once (the wire-level tests in
- * transactional-enqueue.spec.ts still run).
+ * Atomicity of `enqueue(…, { session })` on a real server: needs transactions, detected from the server's hello
+ * (sessions on a replica-set member or a router), e.g. `MONGODB_URI=mongodb://localhost:27017/?replicaSet=rs0 npm test
+ * -- transactional`. Anywhere else the file is skipped visibly, its reason in the name, and counted as skipped (the
+ * wire-level tests in transactional-enqueue.spec.ts still run).
  */
-describe('enqueue inside a real transaction (replica set only)', () => {
-  let replicaSet: string | undefined;
+const transactions = await detectTransactionSupport();
+const describeWithTransactions = transactions.supported ? describe : describe.skip;
+
+describeWithTransactions(`enqueue inside a real transaction (${transactions.reason})`, () => {
   let app: JobsTestApp;
   let events: JobEvent[] = [];
 
   beforeAll(async () => {
-    const client = await connectTestClient({ maxPoolSize: 1 });
-    try {
-      // isMaster, not hello: every server of the supported range and the Java test server answer it.
-      replicaSet = (await client.db('admin').command({ isMaster: 1 })).setName;
-    } finally {
-      await client.close();
-    }
-    if (!replicaSet) {
-      console.info(
-        'transactional-enqueue.replset: not run, the test server is not a replica set (no setName in its isMaster reply); ' +
-          'set MONGODB_URI=mongodb://host:port/?replicaSet=<name> to run it',
-      );
-      return;
-    }
     app = await createJobsTestApp({
       dbName: uniqueDatabaseName('txn_replset'),
       options: { worker: false },
@@ -57,7 +46,6 @@ describe('enqueue inside a real transaction (replica set only)', () => {
   };
 
   it('commits the job with the caller’s write; invisible outside before, announced after', async () => {
-    if (!replicaSet) return;
     events = [];
     let seenOutside: unknown = 'not read';
     const job = await app.connection.transaction(async (session) => {
@@ -73,7 +61,6 @@ describe('enqueue inside a real transaction (replica set only)', () => {
   });
 
   it('rolls the job back with the caller’s write when the transaction aborts, and announces nothing', async () => {
-    if (!replicaSet) return;
     events = [];
     let ids: string[] = [];
     await expect(
@@ -94,7 +81,6 @@ describe('enqueue inside a real transaction (replica set only)', () => {
   });
 
   it('returns the live holder of a dedupe key inside a transaction without aborting it', async () => {
-    if (!replicaSet) return;
     const holder = await app.jobs.enqueue('order.confirm', null, { dedupeKey: 'held' });
     const result = await app.connection.transaction(async (session) => {
       await orders().insertOne({ orderId: 'with-held-key' }, { session });
@@ -105,7 +91,6 @@ describe('enqueue inside a real transaction (replica set only)', () => {
   });
 
   it('two transactions taking one key: the second conflicts, retries after the first commits, and dedupes', async () => {
-    if (!replicaSet) return;
     const firstHolds = deferred();
     const secondTried = deferred();
     let secondAttempts = 0;

@@ -1,5 +1,6 @@
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import type { Document } from 'bson';
+import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
 import { commandOf, framer, MORE_TO_COME, OP_MSG, parseOpMsg, replyTo } from './wire-messages';
 
 /** The server error a rule answers with: `{ ok: 0, code, errmsg }` (no `code` at all when it is undefined). */
@@ -25,6 +26,24 @@ export interface ActiveErrorRule {
   remove(): void;
 }
 
+/** "Forward the commands `match` picks, but hold their server's answer back (`ms`, or `until`), `times` times". */
+export interface DelayedReplyRule {
+  /** Sees each command as the server would (body plus document sequences, values promoted). */
+  match: (command: Document) => boolean;
+  /** How long the answer is held after it arrived from the server. */
+  ms?: number;
+  /** Holds the answer until this settles (a condition the test waits for), instead of for `ms`. */
+  until?: Promise<unknown>;
+  /** @default 1 */
+  times?: number;
+}
+
+interface DelayState {
+  rule: DelayedReplyRule;
+  left: number;
+  hits: number;
+}
+
 interface RuleState {
   rule: ErrorReplyRule;
   left: number;
@@ -34,22 +53,23 @@ interface RuleState {
 /**
  * A wire-protocol proxy for fault tests: it forwards every message, except commands matched by a rule, which it
  * answers itself with a server error reply and never sends on. The driver sees exactly what a server that refused the
- * command would answer (a `MongoServerError` with that code); the row is untouched.
+ * command would answer (a `MongoServerError` with that code); the row is untouched. A delay rule instead lets the
+ * command through and holds back only its answer: the write lands, and the driver learns it late.
  */
 export class ErrorReplyProxy {
   private readonly sockets = new Set<Socket>();
   private readonly rules: RuleState[] = [];
+  private readonly delays: DelayState[] = [];
 
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    private readonly targetUri: string,
   ) {}
 
   /** Listens on 127.0.0.1 on a free port and forwards to `targetUri`'s first host (`mongodb://host:port`). */
   static async start(targetUri: string): Promise<ErrorReplyProxy> {
-    const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,]+):(\d+)/.exec(targetUri);
-    if (!match) throw new Error(`ErrorReplyProxy needs a mongodb://host:port URI, got ${targetUri}`);
-    const target = { host: match[1], port: Number(match[2]) };
+    const target = proxyTarget(targetUri, 'ErrorReplyProxy');
     let proxy: ErrorReplyProxy | undefined;
     const server = createServer((client) => proxy?.accept(client, target));
     await new Promise<void>((resolve, reject) => {
@@ -58,13 +78,16 @@ export class ErrorReplyProxy {
     });
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('ErrorReplyProxy: no TCP address');
-    proxy = new ErrorReplyProxy(server, address.port);
+    proxy = new ErrorReplyProxy(server, address.port, targetUri);
     return proxy;
   }
 
-  /** Connection string through this proxy (`directConnection`, so the driver never bypasses it). */
+  /**
+   * Connection string through this proxy (`directConnection`, so the driver never bypasses it), with the target URI's
+   * credentials and options (see `uriThroughProxy`).
+   */
   get uri(): string {
-    return `mongodb://127.0.0.1:${this.port}/?directConnection=true`;
+    return uriThroughProxy(this.targetUri, this.port);
   }
 
   /** Answers the next `times` commands `match` picks with the error. Rules are tried in the order they were added. */
@@ -81,13 +104,31 @@ export class ErrorReplyProxy {
     };
   }
 
+  /**
+   * Forwards the next `times` commands `match` picks, and passes on each one's answer `ms` after the server sent it, or
+   * once `until` settles (later answers on that connection wait behind it, as on a slow link). The command itself is
+   * not delayed.
+   */
+  delayReply(rule: DelayedReplyRule): ActiveErrorRule {
+    const state: DelayState = { rule, left: rule.times ?? 1, hits: 0 };
+    this.delays.push(state);
+    return {
+      get hits() {
+        return state.hits;
+      },
+      remove: () => {
+        state.left = 0;
+      },
+    };
+  }
+
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private accept(client: Socket, target: { host: string; port: number }): void {
-    const upstream = tcpConnect(target.port, target.host);
+  private accept(client: Socket, target: ProxyTarget): void {
+    const upstream = connectUpstream(target);
     for (const socket of [client, upstream]) {
       socket.setNoDelay(true);
       this.sockets.add(socket);
@@ -98,15 +139,57 @@ export class ErrorReplyProxy {
         upstream.destroy();
       });
     }
+    /** Request ids on this connection whose answer is held back, and for how long. */
+    const heldAnswers = new Map<number, () => Promise<unknown>>();
     client.on(
       'data',
       framer((message) => {
         const answer = this.errorFor(message);
-        if (answer) client.write(answer);
-        else upstream.write(message);
+        if (answer) {
+          client.write(answer);
+          return;
+        }
+        const hold = this.holdFor(message);
+        if (hold !== undefined) heldAnswers.set(message.readInt32LE(4), hold);
+        upstream.write(message);
       }),
     );
-    upstream.on('data', (chunk) => client.write(chunk));
+    // Answers leave in the order they came: one held back holds back those behind it.
+    let outgoing = settled;
+    upstream.on(
+      'data',
+      framer((message) => {
+        const responseTo = message.readInt32LE(8);
+        const hold = heldAnswers.get(responseTo);
+        heldAnswers.delete(responseTo);
+        if (hold === undefined && heldAnswers.size === 0 && outgoing === settled) {
+          client.write(message);
+          return;
+        }
+        const sent = outgoing
+          .then(() => hold?.().catch(() => undefined))
+          .then(() => {
+            if (!client.destroyed) client.write(message);
+          });
+        outgoing = sent;
+        void sent.then(() => {
+          if (outgoing === sent) outgoing = settled;
+        });
+      }),
+    );
+  }
+
+  /** What holds the answer of a command a delay rule picks (and counts) back, or undefined. */
+  private holdFor(message: Buffer): (() => Promise<unknown>) | undefined {
+    if (message.readInt32LE(12) !== OP_MSG || this.delays.every((state) => state.left === 0)) return undefined;
+    if ((parseOpMsg(message).flags & MORE_TO_COME) !== 0) return undefined;
+    const command = commandOf(message);
+    const state = this.delays.find(({ rule, left }) => left > 0 && rule.match(command));
+    if (!state) return undefined;
+    state.left -= 1;
+    state.hits += 1;
+    const { ms, until } = state.rule;
+    return () => until ?? sleep(ms ?? 0);
   }
 
   /** The error reply for a command a rule picks (and counts), or undefined to forward it. */
@@ -125,6 +208,12 @@ export class ErrorReplyProxy {
     if (codeName !== undefined) reply.codeName = codeName;
     return replyTo(message, reply);
   }
+}
+
+const settled = Promise.resolve();
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** An `update` command of `collection` whose (first) update sets `status` to `status`: a job's finishing write. */

@@ -1,5 +1,6 @@
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { type Binary, type Document, deserialize, type Long, serialize } from 'bson';
+import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
 import {
   buildOpMsg,
   EXACT,
@@ -56,12 +57,11 @@ export class SessionWireProxy {
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    private readonly targetUri: string,
   ) {}
 
   static async start(targetUri: string, options: SessionWireProxyOptions = {}): Promise<SessionWireProxy> {
-    const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,]+):(\d+)/.exec(targetUri);
-    if (!match) throw new Error(`SessionWireProxy needs a mongodb://host:port URI, got ${targetUri}`);
-    const target = { host: match[1], port: Number(match[2]) };
+    const target = proxyTarget(targetUri, 'SessionWireProxy');
     const strip = options.stripSessionFields ?? false;
     let proxy: SessionWireProxy | undefined;
     const server = createServer((client) => proxy?.accept(client, target, strip));
@@ -71,13 +71,16 @@ export class SessionWireProxy {
     });
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('SessionWireProxy: no TCP address');
-    proxy = new SessionWireProxy(server, address.port);
+    proxy = new SessionWireProxy(server, address.port, targetUri);
     return proxy;
   }
 
-  /** Connection string through this proxy (`directConnection`, so the driver never bypasses it). */
+  /**
+   * Connection string through this proxy (`directConnection`, so the driver never bypasses it), with the target URI's
+   * credentials and options (see `uriThroughProxy`).
+   */
   get uri(): string {
-    return `mongodb://127.0.0.1:${this.port}/?directConnection=true`;
+    return uriThroughProxy(this.targetUri, this.port);
   }
 
   /**
@@ -94,8 +97,8 @@ export class SessionWireProxy {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private accept(client: Socket, target: { host: string; port: number }, strip: boolean): void {
-    const upstream = tcpConnect(target.port, target.host);
+  private accept(client: Socket, target: ProxyTarget, strip: boolean): void {
+    const upstream = connectUpstream(target);
     for (const socket of [client, upstream]) {
       socket.setNoDelay(true);
       this.sockets.add(socket);

@@ -1,4 +1,5 @@
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
+import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
 
 /** Extra latency per forwarded chunk, in ms: a fixed number, or a function called once per chunk. */
 export type ChunkDelay = number | (() => number);
@@ -84,15 +85,14 @@ export class TcpProxy {
 
   private constructor(
     private readonly server: Server,
-    private readonly target: { host: string; port: number },
+    private readonly target: ProxyTarget,
     readonly port: number,
+    private readonly targetUri: string,
   ) {}
 
   /** Listens on 127.0.0.1 on a free port and forwards to `targetUri`'s first host (`mongodb://host:port`). */
   static async start(targetUri: string): Promise<TcpProxy> {
-    const match = /^mongodb:\/\/(?:[^@/]*@)?([^:/,]+):(\d+)/.exec(targetUri);
-    if (!match) throw new Error(`TcpProxy needs a mongodb://host:port URI, got ${targetUri}`);
-    const target = { host: match[1], port: Number(match[2]) };
+    const target = proxyTarget(targetUri, 'TcpProxy');
     let proxy: TcpProxy | undefined;
     const server = createServer((socket) => proxy?.accept(socket));
     await new Promise<void>((resolve, reject) => {
@@ -101,13 +101,16 @@ export class TcpProxy {
     });
     const address = server.address();
     if (address === null || typeof address === 'string') throw new Error('TcpProxy: no TCP address');
-    proxy = new TcpProxy(server, target, address.port);
+    proxy = new TcpProxy(server, target, address.port, targetUri);
     return proxy;
   }
 
-  /** Connection string through this proxy (`directConnection`, so the driver never bypasses it). */
+  /**
+   * Connection string through this proxy (`directConnection`, so the driver never bypasses it), with the target URI's
+   * credentials and options (see `uriThroughProxy`).
+   */
   get uri(): string {
-    return `mongodb://127.0.0.1:${this.port}/?directConnection=true`;
+    return uriThroughProxy(this.targetUri, this.port);
   }
 
   get openConnections(): number {
@@ -151,7 +154,7 @@ export class TcpProxy {
     }
     this.accepted += 1;
     client.setNoDelay(true);
-    const upstream = tcpConnect(this.target.port, this.target.host);
+    const upstream = connectUpstream(this.target);
     upstream.setNoDelay(true);
     // Looked up per chunk, so setDelay() also applies to connections that are already open.
     const delay = () => this.delay();
