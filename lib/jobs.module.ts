@@ -34,6 +34,7 @@ import { JobsRepository } from './persistence/jobs.repository';
 import { JobRetention } from './retention/job-retention.service';
 import { RetentionSweeper } from './retention/retention-sweeper.service';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
+import { ShutdownDeadline } from './shutdown/shutdown-deadline';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider';
 import { JobWaiter } from './waiting/job-waiter.service';
 import { JobsDrainer } from './waiting/jobs-drainer';
@@ -86,6 +87,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
         );
       },
     },
+    ShutdownDeadline,
     JobsRepository,
     jobsTelemetryProvider,
     JobIndexes,

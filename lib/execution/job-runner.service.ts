@@ -10,14 +10,14 @@ import { JobClaimService } from '../claim/job-claim.service';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error';
 import { type JobEventSubject, JobEvents } from '../events/job-events';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../jobs.constants';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
 import type { ClaimedJob } from '../types/claimed-job';
 import type { RegisteredJobHandler } from '../types/registered-job-handler';
 import { now } from '../utils/clock';
-import { raceTimeout } from '../utils/race-timeout';
 import { type ExecutionOutcome, JobExecution } from './job-execution';
 import { JobFinalizer } from './job-finalizer.service';
 import { describeJobId, whyNotRunnable } from './runnable-row';
@@ -54,8 +54,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
-  /** Epoch ms after which no write is waited for any more (set when shutdown begins). */
-  private shutdownDeadline: number | undefined;
   private lastPollAt: Date | null = null;
   /** When the poll loop started: a loop still in its first poll is measured from here. */
   private loopStartedAt: Date | null = null;
@@ -71,6 +69,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly finalizer: JobFinalizer,
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
+    private readonly deadline: ShutdownDeadline,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -82,17 +81,12 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /**
-   * Stop claiming, let running handlers finish within `shutdownGraceMs`, abort the rest, and write what each did.
-   * Returns within `shutdownGraceMs + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS` whatever the database does.
+   * Stop claiming, let running handlers finish until the shutdown's grace end, abort the rest, and write what each
+   * did. Returns by the module's shared shutdown deadline (`ShutdownDeadline.endsAt`) whatever the database does.
    */
   beforeApplicationShutdown(): Promise<void> {
     this.shutdownDone ??= this.shutdown();
     return this.shutdownDone;
-  }
-
-  /** Epoch ms by which every shutdown write must be done (the bound `close()` keeps), once shutdown began. */
-  shutdownWritesDeadline(): number | undefined {
-    return this.shutdownDeadline;
   }
 
   /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
@@ -228,7 +222,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
     entry.handlerSettled = true; // only the outcome write is left
     try {
-      await this.finalizer.finalize(execution, outcome, () => this.shutdownDeadline);
+      await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
     } catch (error) {
       this.logError(`Finalizing job ${about.jobId}`, error);
     } finally {
@@ -348,15 +342,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async shutdown(): Promise<void> {
     this.stopping = true;
     this.wakeup.wake();
-    const graceEnd = Date.now() + this.options.shutdownGraceMs;
-    const hardEnd = graceEnd + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS;
-    this.shutdownDeadline = hardEnd;
+    // Measured from the module's first shutdown hook, not from this one: hooks before it count against the bound.
+    const { deadline } = this;
+    deadline.start();
+    const graceEnd = deadline.graceEndsAt as number;
     // A claim that hangs (database gone) is not waited for past the grace period; if it lands, it is released.
-    await settledBy(this.loop, graceEnd);
-    await settledBy(Promise.all(this.dones()), graceEnd);
+    await deadline.settledBy(this.loop, graceEnd);
+    await deadline.settledBy(Promise.all(this.dones()), graceEnd);
     for (const entry of this.running.values()) entry.execution.abort(new WorkerShutdownError(entry.execution.jobId));
-    await settledBy(Promise.all(this.dones()), Math.min(Date.now() + SHUTDOWN_SETTLE_MS, hardEnd));
-    await settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)), hardEnd);
+    await deadline.settledBy(Promise.all(this.dones()), Date.now() + SHUTDOWN_SETTLE_MS);
+    await deadline.settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)));
     for (const entry of this.running.values()) {
       if (entry.handlerSettled) continue;
       const { execution } = entry;
@@ -401,11 +396,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.lastError = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
     this.logger.error(`${what} failed: ${detail}`);
   }
-}
-
-/** Resolves when `work` settles or at the absolute time `until` (epoch ms), whichever is first. Never rejects. */
-async function settledBy(work: Promise<unknown> | undefined, until: number): Promise<void> {
-  await raceTimeout(work?.catch(() => undefined) ?? Promise.resolve(), until - Date.now(), () => undefined);
 }
 
 function addCount(counts: Map<string, number>, name: string, delta: number): void {

@@ -10,9 +10,9 @@ import { JobClaimService } from '../claim/job-claim.service';
 import { JobRunner } from '../execution/job-runner.service';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
-import { raceTimeout } from '../utils/race-timeout';
 import { LIBRARY_VERSION } from '../version';
 import {
   CLEANUP_BATCH_SIZE,
@@ -46,6 +46,7 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
     private readonly runner: JobRunner,
     private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+    private readonly deadline: ShutdownDeadline,
   ) {
     this.refreshMs = presenceRefreshMs(options.pollIntervalMs);
   }
@@ -63,10 +64,11 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
 
   /**
    * Removes the presence document once the runner stopped (it keeps refreshing while running jobs drain, so the
-   * worker stays listed meanwhile), within the runner's deadline for shutdown writes: `close()` keeps its bound. A
-   * document left behind (database unreachable) is gone from the fleet view three refresh intervals later.
+   * worker stays listed meanwhile), by the module's shared shutdown deadline: `close()` keeps its bound. A document
+   * left behind (database unreachable) is gone from the fleet view three refresh intervals later.
    */
   async beforeApplicationShutdown(): Promise<void> {
+    this.deadline.start();
     if (!this.startedAt || this.stopped) return;
     await this.runner.beforeApplicationShutdown();
     this.stopped = true;
@@ -76,14 +78,12 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
       await this.refreshing;
       await this.repository.remove(this.options.workerId);
     })();
-    await raceTimeout(
+    await this.deadline.settledBy(
       removal.catch((error: unknown) =>
         this.logger.warn(
           `Removing the presence of worker ${this.options.workerId} failed: ${errorInfo(error).message}`,
         ),
       ),
-      (this.runner.shutdownWritesDeadline() ?? Date.now()) - Date.now(),
-      () => undefined,
     );
   }
 

@@ -5,12 +5,12 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_WRITE_MS } from '../jobs.constants';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
 import type { ResolvedJobsOptions } from '../jobs.options';
 import { JobsRepository } from '../persistence/jobs.repository';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
 import { now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
-import { raceTimeout } from '../utils/race-timeout';
 import { JobRetention } from './job-retention.service';
 
 /** Rows one delete removes at most: a short command on any server, however large the backlog. */
@@ -34,6 +34,7 @@ export class RetentionSweeper implements OnApplicationBootstrap, BeforeApplicati
     private readonly repository: JobsRepository,
     private readonly retention: JobRetention,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+    private readonly deadline: ShutdownDeadline,
   ) {}
 
   /** Handlers (and their retention) are registered by now. Nothing to sweep for when nothing here stamps an expiry. */
@@ -41,11 +42,15 @@ export class RetentionSweeper implements OnApplicationBootstrap, BeforeApplicati
     if (this.options.worker && this.retention.stampsAny()) this.scheduleNext();
   }
 
-  /** Stops sweeping, and waits (briefly) for a sweep under way: mongoose closes the connection after this hook. */
+  /**
+   * Stops sweeping, and waits for a sweep under way (mongoose closes the connection after this hook) at most until the
+   * module's shared shutdown deadline: this hook runs after the runner's, so a wait of its own would add to theirs.
+   */
   async beforeApplicationShutdown(): Promise<void> {
+    this.deadline.start();
     this.stopped = true;
     clearTimeout(this.timer);
-    if (this.sweeping) await raceTimeout(this.sweeping, SHUTDOWN_WRITE_MS, () => undefined);
+    await this.deadline.settledBy(this.sweeping);
   }
 
   /** One sweep: deletes expired rows batch by batch, at most a few batches. Resolves how many it deleted. */
