@@ -32,13 +32,43 @@ interface RuleState {
 }
 
 /**
- * A wire-protocol proxy for fault tests: it forwards every message, except commands matched by a rule, which it
+ * "Forward the commands `match` picks, `times` times, but not the server's answer": `lose` waits for the reply, drops
+ * it and closes the client's connection (the write landed, its answer was lost: the driver sees a network error);
+ * `delayMs` holds the reply that long before passing it on (a slow answer).
+ */
+export interface ReplyRule {
+  match: (command: Document) => boolean;
+  /** @default 1 */
+  times?: number;
+  /** Drop the reply and close the connection, or pass it on after `delayMs`. */
+  action: { lose: true } | { delayMs: number };
+}
+
+/** A reply rule in force: `hits` counts commands forwarded under it, `answered` replies it dropped or delayed. */
+export interface ActiveReplyRule extends ActiveErrorRule {
+  /** Replies the server sent to matched commands so far (dropped or passed on late). */
+  readonly answered: number;
+}
+
+interface ReplyRuleState {
+  rule: ReplyRule;
+  left: number;
+  hits: number;
+  answered: number;
+}
+
+/**
+ * A wire-protocol proxy for fault tests: it forwards every message, except commands matched by an error rule, which it
  * answers itself with a server error reply and never sends on. The driver sees exactly what a server that refused the
- * command would answer (a `MongoServerError` with that code); the row is untouched.
+ * command would answer (a `MongoServerError` with that code); the row is untouched. Reply rules (`interceptReply`)
+ * forward the command and then lose or delay the server's answer: the write landed, the client does not know.
  */
 export class ErrorReplyProxy {
   private readonly sockets = new Set<Socket>();
   private readonly rules: RuleState[] = [];
+  private readonly replyRules: ReplyRuleState[] = [];
+  /** Delayed replies not passed on yet (cleared by close()). */
+  private readonly delayed = new Set<ReturnType<typeof setTimeout>>();
 
   private constructor(
     private readonly server: Server,
@@ -81,7 +111,29 @@ export class ErrorReplyProxy {
     };
   }
 
+  /**
+   * Forwards the next `times` commands `match` picks and then drops or delays the server's reply (see `ReplyRule`).
+   * Error rules are tried first: a command answered with an error never reaches the server.
+   */
+  interceptReply(rule: ReplyRule): ActiveReplyRule {
+    const state: ReplyRuleState = { rule, left: rule.times ?? 1, hits: 0, answered: 0 };
+    this.replyRules.push(state);
+    return {
+      get hits() {
+        return state.hits;
+      },
+      get answered() {
+        return state.answered;
+      },
+      remove: () => {
+        state.left = 0;
+      },
+    };
+  }
+
   async close(): Promise<void> {
+    for (const timer of this.delayed) clearTimeout(timer);
+    this.delayed.clear();
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -98,15 +150,49 @@ export class ErrorReplyProxy {
         upstream.destroy();
       });
     }
+    /** Replies to intercept on this connection, by the request id they answer. */
+    const intercepted = new Map<number, ReplyRuleState>();
     client.on(
       'data',
       framer((message) => {
         const answer = this.errorFor(message);
-        if (answer) client.write(answer);
-        else upstream.write(message);
+        if (answer) return void client.write(answer);
+        const interception = this.replyRuleFor(message);
+        if (interception) intercepted.set(message.readInt32LE(4), interception);
+        upstream.write(message);
       }),
     );
-    upstream.on('data', (chunk) => client.write(chunk));
+    upstream.on(
+      'data',
+      framer((reply) => {
+        const state = intercepted.get(reply.readInt32LE(8));
+        if (!state) return void client.write(reply);
+        intercepted.delete(reply.readInt32LE(8));
+        state.answered += 1;
+        const { action } = state.rule;
+        // The server has done the work; the client never learns how it went.
+        if ('lose' in action) client.destroy();
+        else {
+          const timer = setTimeout(() => {
+            this.delayed.delete(timer);
+            client.write(reply);
+          }, action.delayMs);
+          this.delayed.add(timer);
+        }
+      }),
+    );
+  }
+
+  /** The reply rule a command falls under (and counts), or undefined. */
+  private replyRuleFor(message: Buffer): ReplyRuleState | undefined {
+    if (message.readInt32LE(12) !== OP_MSG || this.replyRules.every((state) => state.left === 0)) return undefined;
+    if ((parseOpMsg(message).flags & MORE_TO_COME) !== 0) return undefined;
+    const command = commandOf(message);
+    const state = this.replyRules.find(({ rule, left }) => left > 0 && rule.match(command));
+    if (!state) return undefined;
+    state.left -= 1;
+    state.hits += 1;
+    return state;
   }
 
   /** The error reply for a command a rule picks (and counts), or undefined to forward it. */
