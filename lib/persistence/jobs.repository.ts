@@ -208,6 +208,15 @@ export class JobsRepository {
     return this.collection.findOne({ _id: id });
   }
 
+  /**
+   * The row a claim for `lockId` took, if it landed and nothing changed the row since: a claim in doubt (its answer
+   * was lost) read back. `lockedUntil` is the deadline that claim wrote, so the read is a point lookup on the reclaim
+   * index (`status`, `lockedUntil`); nobody renews a lease its owner does not know it holds.
+   */
+  findClaimedBy(lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
+    return this.collection.findOne({ status: 'running', lockedUntil, lockedBy: lockId });
+  }
+
   /** A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. */
   private duplicateOutcome(clash: unknown, doc: NewJobDocument, cause: unknown): BulkInsertOutcome {
     if (doc.dedupeScope !== undefined && isClashOn(clash, DEDUPE_SCOPE_INDEX))
