@@ -41,7 +41,8 @@ export class JobFinalizer {
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
     const budgetMs = execution.handler.leaseMs;
-    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline);
+    const landed = () => this.repository.finishedBy(doc._id, lockId);
+    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline, landed);
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
@@ -167,6 +168,7 @@ export class JobFinalizer {
       execution.lease,
       execution.handler.leaseMs,
       deadline,
+      () => this.repository.finishedBy(doc._id, lockId),
     );
     const about = { jobId: execution.jobId, name: doc.name, attempt: execution.context.attempt };
     if (result.kind === 'written') this.events.emit('dead', about, reason);

@@ -63,13 +63,28 @@ export class LeaseHeartbeat {
       claimedAt: terms.claimedAt,
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
-      renew: (requestedUntil, progress) => this.batcher.renew(jobId, lockId, requestedUntil, progress),
+      renew: (requestedUntil, progress) => this.renew(jobId, lockId, requestedUntil, progress),
       relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onRenewed: hooks.onRenewed,
       onProgress: hooks.onProgress,
       heartbeatClock: this.clock,
     });
+  }
+
+  /**
+   * One renewal through the batcher. A lease found lost is read once more: when this lock's own finishing write ended
+   * the run (its answer not back yet, or lost), the execution is not stale, and the lease hears `'finished'`.
+   */
+  private async renew(
+    jobId: Types.ObjectId,
+    lockId: string,
+    requestedUntil: Date,
+    progress?: JobProgress,
+  ): Promise<Date | null | 'finished'> {
+    const renewed = await this.batcher.renew(jobId, lockId, requestedUntil, progress);
+    if (renewed !== null) return renewed;
+    return (await this.repository.finishedBy(jobId, lockId)) ? 'finished' : null;
   }
 }
 

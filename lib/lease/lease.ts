@@ -9,10 +9,11 @@ import { lockExtensionError } from './lock-extension';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on
- * `{_id, lockedBy, status: 'running'}`. Resolves the row's new `lockedUntil`, or `null` when no row
- * matched (ownership lost). Rejects on a database error.
+ * `{_id, lockedBy, status: 'running'}`. Resolves the row's new `lockedUntil`, `null` when no row matched (ownership
+ * lost), or `'finished'` when none matched because this execution's own finishing write already ended the run (its
+ * answer is still on its way, or was lost). Rejects on a database error.
  */
-export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<Date | null>;
+export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<Date | null | 'finished'>;
 
 /** Everything one execution's {@link Lease} needs; built by the runner right after the claim. */
 export interface LeaseConfig {
@@ -343,7 +344,7 @@ export class Lease implements HeartbeatListener {
     this.writeCount += 1;
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    let lockedUntil: Date | null;
+    let lockedUntil: Date | null | 'finished';
     try {
       lockedUntil = await this.config.renew(requestedUntil, request.progress);
     } catch (error) {
@@ -356,6 +357,11 @@ export class Lease implements HeartbeatListener {
       return;
     }
     this.inFlight -= 1;
+    if (lockedUntil === 'finished') {
+      // Not lost: the run ended by this execution's own write. Nothing is left to renew or to watch.
+      this.close();
+      return;
+    }
     if (this.isTerminal) {
       if (this.staleError && lockedUntil && lockedUntil.getTime() > this.deadline) this.handBack();
       return;

@@ -24,6 +24,12 @@ export interface JobDocument {
   lastError?: string;
   lockedBy?: string;
   lockedUntil?: Date;
+  /**
+   * The lock id of the run whose owner-fenced write last ended a run of this row (completed, retrying, dead, failed,
+   * released). That write unsets `lockedBy`, so this is how its writer knows its own write landed when the answer was
+   * lost or came late. Left in place by later claims (lock ids are never reused).
+   */
+  finishedBy?: string;
   fencingToken: number;
   /** The user's key, kept for display and for `retry` after the job leaves pending/running. */
   dedupeKey?: string;
@@ -69,6 +75,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       lastError: String,
       lockedBy: String,
       lockedUntil: Date,
+      finishedBy: String,
       fencingToken: { type: Number, default: 0 },
       dedupeKey: String,
       dedupeScope: String,

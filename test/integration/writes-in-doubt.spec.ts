@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Document } from 'bson';
-import type { Collection, MongoClient } from 'mongodb';
+import type { MongoClient } from 'mongodb';
 import type { Subscription } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { ErrorReplyProxy, isStatusUpdate } from '../support/error-reply-proxy';
@@ -158,13 +158,13 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
         },
       });
       let jobId = '';
+      // Past the deadline the claim wrote (the first renewal comes a third into the lease), and renewed since the window.
+      const pastWindowAndOldDeadline = (errorsFrom: number) =>
+        Date.now() > errorsFrom + 2_500 &&
+        events.some((e) => e.jobId === jobId && e.type === 'renewed' && e.at.getTime() > errorsFrom + windowMs);
       keepRunningUntil = () =>
         waitFor(
-          () =>
-            firstErrorAt !== undefined &&
-            // Past the deadline the claim wrote (the first renewal comes a third into the lease) and renewed since.
-            Date.now() > firstErrorAt + 2_500 &&
-            events.some((e) => e.jobId === jobId && e.type === 'renewed' && e.at.getTime() > firstErrorAt! + windowMs),
+          () => firstErrorAt !== undefined && pastWindowAndOldDeadline(firstErrorAt),
           'the error window, the old deadline, and a renewal that landed after them',
         );
       const job = await app.jobs.enqueue('long', { case: 'renewal errors' });
