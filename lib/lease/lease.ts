@@ -92,6 +92,13 @@ const ignore = (): void => {};
 
 /** A beat may run this fraction of its interval early, to share a timer and a round trip with others due then. */
 const BEAT_EARLY_FRACTION = 0.1;
+/**
+ * A failed renewal is sent again after 50 ms, doubling, at most a quarter of the interval and 1 s: an error window
+ * costs a lease only the time it lasts plus one such wait, not the rest of a heartbeat interval.
+ */
+const RENEWAL_RETRY_BASE_MS = 50;
+const RENEWAL_RETRY_MAX_MS = 1_000;
+const RENEWAL_RETRY_MAX_FRACTION = 0.25;
 
 /**
  * The lease of one execution: a single-flight, coalescing renewal pipeline plus a watchdog.
@@ -116,8 +123,11 @@ export class Lease implements HeartbeatListener {
   /** The single-flight pipeline, built at the first renewal request. */
   private pipeline: { trigger: Subject<void>; subscription: Subscription } | undefined;
   private clock: HeartbeatClock | undefined;
-  /** The next beat on the heartbeat clock (one at a time). */
+  /** The next beat on the heartbeat clock (one at a time), and when it is due. */
   private heartbeat: ScheduledBeat | undefined;
+  private nextBeatAt = Number.POSITIVE_INFINITY;
+  /** Renewal writes that failed in a row (reset by one that lands): the retry backoff. */
+  private failedInARow = 0;
   private watchdog: ReturnType<typeof setTimeout> | undefined;
   private deadline: number;
   /** The coalescing slot: at most one request waits for a write. */
@@ -181,6 +191,7 @@ export class Lease implements HeartbeatListener {
   /** Called by the heartbeat clock: arms the watchdog if this is the first beat, renews, schedules the next. */
   onHeartbeat(): void {
     this.heartbeat = undefined;
+    this.nextBeatAt = Number.POSITIVE_INFINITY;
     if (this.isTerminal || this.renewalsStopped) return;
     if (this.watchdog === undefined) this.armWatchdog();
     if (this.isTerminal) return;
@@ -308,6 +319,23 @@ export class Lease implements HeartbeatListener {
   private scheduleBeat(at: number): void {
     this.clock ??= this.config.heartbeatClock ?? new HeartbeatClock(this.now);
     this.heartbeat = this.clock.schedule(at, this.interval * BEAT_EARLY_FRACTION, this);
+    this.nextBeatAt = at;
+  }
+
+  /**
+   * A renewal failed and the lease is still live: brings the next beat forward to after a short backoff (still one
+   * beat on the shared clock, so leases that failed together retry together, in one round trip). Nothing to do when
+   * the next beat comes first, or when the wait would end past the deadline (the watchdog decides then).
+   */
+  private retrySoon(): void {
+    if (this.isTerminal || this.renewalsStopped) return;
+    this.failedInARow += 1;
+    const maxWaitMs = Math.min(RENEWAL_RETRY_MAX_MS, this.interval * RENEWAL_RETRY_MAX_FRACTION);
+    const waitMs = Math.min(RENEWAL_RETRY_BASE_MS * 2 ** (this.failedInARow - 1), maxWaitMs);
+    const at = this.now() + waitMs;
+    if (at >= this.deadline || (this.heartbeat !== undefined && this.nextBeatAt <= at)) return;
+    this.stopHeartbeat();
+    this.scheduleBeat(at);
   }
 
   private beat(): void {
@@ -337,6 +365,12 @@ export class Lease implements HeartbeatListener {
   private async write(): Promise<void> {
     const request = this.pending;
     if (!request || this.isTerminal) return;
+    // The owner never sends a renewal past its own deadline (its watchdog ends the lease there), so the write's fence
+    // needs only the lock: one sent before the deadline is applied even when it reaches the server after it.
+    if (this.now() >= this.deadline) {
+      this.goStale('expired'); // rejects this request
+      return;
+    }
     this.pending = null;
     this.writing = request;
     // Measured when the write starts, not when it was requested: a queued request gains nothing.
@@ -352,8 +386,9 @@ export class Lease implements HeartbeatListener {
       // Terminal states already settled this request; a late result changes nothing.
       if (this.isTerminal) return;
       this.writing = null;
-      // Still live until the current deadline: the next heartbeat retries, else the watchdog fires.
+      // Still live until the current deadline: retried shortly (see retrySoon), else the watchdog fires.
       request.reject(error);
+      this.retrySoon();
       return;
     }
     this.inFlight -= 1;
@@ -372,6 +407,7 @@ export class Lease implements HeartbeatListener {
       return;
     }
     this.writing = null;
+    this.failedInARow = 0;
     this.deadline = Math.max(this.deadline, lockedUntil.getTime());
     this.armWatchdog();
     if (this.isTerminal) {
@@ -434,6 +470,7 @@ export class Lease implements HeartbeatListener {
   private stopHeartbeat(): void {
     this.heartbeat?.cancel();
     this.heartbeat = undefined;
+    this.nextBeatAt = Number.POSITIVE_INFINITY;
   }
 
   /** No timer, subscription or listener outlives the execution. */

@@ -804,15 +804,18 @@ export class JobsRepository {
 }
 
 /**
- * The owner-fenced renewal write: the deadline only ever moves forward, and only a live lease can be renewed (once it
- * has run out by the writer's clock, its watchdog has ended it too).
+ * The owner-fenced renewal write: the deadline only ever moves forward. The lock id proves ownership (a reclaim writes
+ * a new one, with a new fencing token), so the fence has no deadline check: the lease never sends a renewal past its
+ * own deadline, and one that left before it but reaches the server after it still renews a row nobody took over (a
+ * check by the writer's clock at send time refused the beat that fell on the deadline). One that lands after the
+ * watchdog ended the lease is handed back (`relinquishLease`).
  */
 function leaseRenewal(
   { id, lockId, requestedUntil, progress }: LeaseRenewal,
   now: Date,
 ): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
   return {
-    filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
+    filter: owned(id, lockId),
     update: {
       $max: { lockedUntil: requestedUntil },
       $set: progress === undefined ? { updatedAt: now } : { updatedAt: now, progress },
