@@ -749,6 +749,32 @@ describe('Lease', () => {
     });
   });
 
+  describe('run ended by its own write', () => {
+    it("closes quietly when a renewal finds the run ended by this lock's own outcome write: never stale", async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      const renew = jest.fn(async () => 'finished' as const);
+      const finished = new Lease({
+        jobId: 'job-2',
+        lockId: 'lock-2',
+        lockedUntil: new Date(store.row),
+        heartbeatIntervalMs: 100,
+        leaseMs: 300,
+        renew,
+        onStale,
+      });
+      finished.start();
+      const extended = track(finished.extend(100));
+      await flush();
+      expect(extended.outcome).toEqual({ state: 'resolved' });
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(renew).toHaveBeenCalledTimes(1);
+      expect(finished.isStale).toBe(false);
+      expect(onStale).not.toHaveBeenCalled();
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
+    });
+  });
+
   describe('database errors', () => {
     it('gives every caller of the failed write the same error object, stays live, then goes stale at the deadline', async () => {
       const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
