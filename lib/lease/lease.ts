@@ -110,7 +110,9 @@ const RENEWAL_RETRY_MAX_FRACTION = 0.25;
  *   request: a job that ends before its first renewal never builds one.
  * - Heartbeats come from a {@link HeartbeatClock} shared by the process's leases (no timer per lease), up to
  *   a tenth of the interval early when that lets them beat with others.
- * - A write asks for `renewalStartedAt + ms`, where `renewalStartedAt` is when the write starts.
+ * - A write asks for `renewalStartedAt + ms`, where `renewalStartedAt` is when the write starts. None is sent once the
+ *   deadline has passed; a write that fails is retried after a short backoff (50 ms doubling, at most a quarter
+ *   interval and 1 s) by bringing the next beat forward, while the deadline is ahead.
  * - The watchdog is zero or one timer. It is armed at the first beat (which comes before the claim's
  *   deadline), or at start when the first beat would not, and re-armed after each successful renewal for
  *   `lockedUntil - now()`, so database latency eats into the lease. A renewal in flight never
