@@ -404,7 +404,7 @@ export class Lease implements HeartbeatListener {
       return;
     }
     if (lockedUntil === null) {
-      // The filter also requires a live lease by the writer's clock: no match means lost, whoever holds the row.
+      // No match: the lock no longer holds the row (reclaimed, cancelled); expired when that happened past the deadline.
       this.goStale(this.now() >= this.deadline ? 'expired' : 'taken-over'); // rejects this request
       return;
     }
