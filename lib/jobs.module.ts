@@ -2,6 +2,7 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
+import { ClaimsInDoubt } from './claim/claims-in-doubt';
 import { JobClaimService } from './claim/job-claim.service';
 import { JobHandlerRegistry } from './discovery/job-handler.registry';
 import { JobsExplorer } from './discovery/jobs.explorer';
@@ -100,6 +101,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,
+    ClaimsInDoubt,
     LimitedClaim,
     RateTokensRepository,
     LeaseHeartbeat,

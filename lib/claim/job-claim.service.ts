@@ -16,6 +16,7 @@ import type { ClaimedJob } from '../types/claimed-job';
 import { addMs, now } from '../utils/clock';
 import { errorInfo } from '../utils/error-info';
 import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips';
+import { ClaimsInDoubt } from './claims-in-doubt';
 import { LockIdSequence } from './lock-id';
 import { SetAsideIds } from './set-aside-ids';
 
@@ -78,6 +79,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     private readonly registry: JobHandlerRegistry,
     private readonly retention: JobRetention,
     private readonly limitedClaim: LimitedClaim,
+    private readonly inDoubt: ClaimsInDoubt,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
     this.skips = new ClaimSkips(options.pollIntervalMs);
@@ -203,17 +205,23 @@ export class JobClaimService implements OnApplicationBootstrap {
       for (let contended = 0; contended < LIMITED_CLAIM_TRIES; ) {
         const at = now();
         const lockId = this.lockIds.next();
+        const lockedUntil = addMs(at, this.options.leaseMs);
         let result: LimitedTakeResult;
         try {
-          result = await this.limitedClaim.take({
-            name,
-            limits,
-            source,
-            at,
-            lockId,
-            lockedUntil: addMs(at, this.options.leaseMs),
-            skipIds: this.setAsideIds.values(),
-          });
+          result = await this.inDoubt.send(
+            { lockId, lockedUntil },
+            () =>
+              this.limitedClaim.take({
+                name,
+                limits,
+                source,
+                at,
+                lockId,
+                lockedUntil,
+                skipIds: this.setAsideIds.values(),
+              }),
+            (doc) => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
+          );
         } catch (error) {
           if (!isDocumentUpdateError(error)) throw error;
           this.logger.error(
@@ -288,9 +296,14 @@ export class JobClaimService implements OnApplicationBootstrap {
     for (const source of SOURCES_BY_ID) {
       const at = now();
       const lockId = this.lockIds.next();
+      const lockedUntil = addMs(at, this.options.leaseMs);
       let taken: ClaimedJob | 'changed' | { setAside: string | null };
       try {
-        const doc = await this.repository.takeById(source, id, at, lockId, addMs(at, this.options.leaseMs), names);
+        const doc = await this.inDoubt.send(
+          { lockId, lockedUntil },
+          () => this.repository.takeById(source, id, at, lockId, lockedUntil, names),
+          (row) => row,
+        );
         taken = doc ? { doc, lockId } : 'changed';
       } catch (error) {
         if (!isDocumentUpdateError(error)) throw error;
@@ -315,7 +328,11 @@ export class JobClaimService implements OnApplicationBootstrap {
       const lockId = this.lockIds.next();
       const lockedUntil = addMs(at, this.options.leaseMs);
       const skipIds = this.setAsideIds.values();
-      const result = await this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, id });
+      const result = await this.inDoubt.send(
+        { lockId, lockedUntil },
+        () => this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, id }),
+        (doc): LimitedTakeResult => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
+      );
       if (result.kind === 'full' || result.kind === 'contended') return { kind: 'limited' };
       if (result.kind === 'none') continue;
       if (result.kind === 'refused') {
@@ -375,8 +392,13 @@ export class JobClaimService implements OnApplicationBootstrap {
       const at = now();
       const lockId = this.lockIds.next();
       const scope = this.scope(names);
+      const lockedUntil = addMs(at, this.options.leaseMs);
       try {
-        const doc = await this.repository.take(source, at, lockId, addMs(at, this.options.leaseMs), scope);
+        const doc = await this.inDoubt.send(
+          { lockId, lockedUntil },
+          () => this.repository.take(source, at, lockId, lockedUntil, scope),
+          (row) => row,
+        );
         return doc && { doc, lockId };
       } catch (error) {
         if (!isDocumentUpdateError(error)) throw error;

@@ -65,7 +65,8 @@ export class JobFinalizer {
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
     const budgetMs = execution.handler.leaseMs;
-    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline);
+    const landed = () => this.repository.finishedBy(doc._id, lockId);
+    const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline, landed);
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
@@ -200,6 +201,7 @@ export class JobFinalizer {
       execution.lease,
       execution.handler.leaseMs,
       deadline,
+      () => this.repository.finishedBy(doc._id, lockId),
     );
     if (result.kind === 'written') slot.emit('dead', reason);
     else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);

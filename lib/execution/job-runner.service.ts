@@ -368,12 +368,15 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     const { deadline } = this;
     deadline.start();
     const graceEnd = deadline.graceEndsAt as number;
-    // A claim that hangs (database gone) is not waited for past the grace period; if it lands, it is released.
+    // Claims in flight do not hold up the handlers' grace; they are waited for again below, up to the hard bound.
     await deadline.settledBy(this.loop, graceEnd);
     await deadline.settledBy(Promise.all(this.dones()), graceEnd);
     for (const entry of this.running.values()) entry.execution.abort(new WorkerShutdownError(entry.execution.jobId));
     await deadline.settledBy(Promise.all(this.dones()), Date.now() + SHUTDOWN_SETTLE_MS);
     await deadline.settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)));
+    // A claim whose answer is late (or in doubt, being read back) would otherwise leave its row `running` for nobody
+    // until the lease runs out, then count a lost attempt: wait for it up to the hard bound; it hands its row back.
+    await deadline.settledBy(this.loop);
     for (const entry of this.running.values()) {
       if (entry.handlerSettled) continue;
       const { execution } = entry;

@@ -1,9 +1,15 @@
 import type { Lease } from '../lease/lease';
-import { classifyWriteError } from '../persistence/database-errors';
+import { classifyWriteError, mayHaveLanded } from '../persistence/database-errors';
 import { raceTimeout } from '../utils/race-timeout';
 
 /** One owner-fenced outcome write: true when it matched the row this execution owns. */
 export type OutcomeWrite = () => Promise<boolean>;
+
+/**
+ * Whether this execution's own finishing write is on the row (it records the lock id that ended the run): asked when
+ * a try whose answer was lost is followed by one that matched nothing, which is then the earlier try having landed.
+ */
+export type OutcomeLanded = () => Promise<boolean>;
 
 export type PersistResult =
   | { kind: 'written' }
@@ -44,9 +50,12 @@ export async function persistOutcome(
   lease: Lease,
   unknownErrorBudgetMs: number,
   deadline: () => number | undefined = () => undefined,
+  landed?: OutcomeLanded,
 ): Promise<PersistResult> {
   const lost = lease.lost.then((): typeof LOST => LOST);
   let firstUnknownAt: number | undefined;
+  /** A try failed in a way that may have written it (its answer lost): a later miss may be that try's doing. */
+  let inDoubt = false;
   for (let failures = 0; ; failures += 1) {
     if (lease.isStale) return { kind: 'gave_up', why: 'the lease was lost' };
     let answer: boolean | typeof LOST | typeof TIMED_OUT;
@@ -55,6 +64,7 @@ export async function persistOutcome(
       sent = write();
       answer = await raceDeadline(Promise.race([sent, lost]), deadline());
     } catch (error) {
+      if (mayHaveLanded(error)) inDoubt = true;
       const kind = classifyWriteError(error);
       if (kind === 'permanent') return { kind: 'refused', error };
       if (kind === 'unknown') {
@@ -69,7 +79,25 @@ export async function persistOutcome(
     const late = sent?.catch(() => false);
     if (answer === LOST) return { kind: 'gave_up', why: 'the lease was lost', late };
     if (answer === TIMED_OUT) return { kind: 'gave_up', why: 'shutdown deadline passed', late };
-    return answer ? { kind: 'written' } : { kind: 'not_owned' };
+    if (answer) return { kind: 'written' };
+    if (!inDoubt || !landed) return { kind: 'not_owned' };
+    const own = await readLanded(landed, deadline());
+    if (own !== 'unknown') return own ? { kind: 'written' } : { kind: 'not_owned' };
+    // Could not read it back: wait, then send the (fenced) write again, and ask again if it misses again.
+    const waitMs = Math.min(RETRY_BASE_MS * 2 ** failures, RETRY_MAX_MS);
+    const waited = await raceDeadline(Promise.race([sleep(waitMs).then((): true => true), lost]), deadline());
+    if (waited === LOST) return { kind: 'gave_up', why: 'the lease was lost' };
+    if (waited === TIMED_OUT) return { kind: 'gave_up', why: 'shutdown deadline passed' };
+  }
+}
+
+/** `landed()`, or `unknown` when the read fails or the shutdown deadline passes first. */
+async function readLanded(landed: OutcomeLanded, deadline: number | undefined): Promise<boolean | 'unknown'> {
+  try {
+    const answer = await raceDeadline(landed(), deadline);
+    return answer === TIMED_OUT ? 'unknown' : answer;
+  } catch {
+    return 'unknown';
   }
 }
 

@@ -65,9 +65,7 @@ export class LeaseHeartbeat {
       claimedAt: terms.claimedAt,
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
-      renew: async (requestedUntil, progress) =>
-        (await this.batcher.renew(jobId, lockId, requestedUntil, progress, terms.leaseMs)) ??
-        (await this.whyLost(jobId)),
+      renew: (requestedUntil, progress) => this.renew(jobId, lockId, requestedUntil, progress, terms.leaseMs),
       relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onCancelled: hooks.onCancelled,
@@ -78,16 +76,23 @@ export class LeaseHeartbeat {
   }
 
   /**
-   * A renewal matched no row: `'cancelled'` when the row says so (the owner then reports a cancel, not a lost lease),
-   * else null. A failed read is a lost lease too: that much is certain.
+   * One renewal through the batcher. A renewal that matched no row reads the row once to say why: this lock's own
+   * finishing write ended the run (its answer not back yet, or lost) → `'finished'`, the execution is not stale; the
+   * job was cancelled → `'cancelled'`, the owner reports a cancel, not a lost lease; anything else → `null` (lost).
+   * A failed read rejects like a failed renewal, so the lease retries while it is live instead of guessing.
    */
-  private async whyLost(jobId: Types.ObjectId): Promise<'cancelled' | null> {
-    try {
-      const [row] = await this.repository.readLeaseOwners([jobId]);
-      return row?.status === 'cancelled' ? 'cancelled' : null;
-    } catch {
-      return null;
-    }
+  private async renew(
+    jobId: Types.ObjectId,
+    lockId: string,
+    requestedUntil: Date,
+    progress: JobProgress | undefined,
+    leaseMs: number,
+  ): Promise<Date | null | 'cancelled' | 'finished'> {
+    const renewed = await this.batcher.renew(jobId, lockId, requestedUntil, progress, leaseMs);
+    if (renewed !== null) return renewed;
+    const [row] = await this.repository.readLeaseOwners([jobId]);
+    if (row?.finishedBy === lockId) return 'finished';
+    return row?.status === 'cancelled' ? 'cancelled' : null;
   }
 }
 

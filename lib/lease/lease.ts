@@ -11,10 +11,14 @@ import { lockExtensionError } from './lock-extension';
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on
  * `{_id, lockedBy, status: 'running'}`, and records the lease's `leaseMs` on the row. Resolves the row's new
- * `lockedUntil`; `'cancelled'` when no row matched because the job was cancelled; `null` when no row matched for
- * another reason (ownership lost). Rejects on a database error.
+ * `lockedUntil`; `'cancelled'` when no row matched because the job was cancelled; `'finished'` when none matched
+ * because this execution's own finishing write already ended the run (its answer is still on its way, or was lost);
+ * `null` when no row matched for another reason (ownership lost). Rejects on a database error.
  */
-export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<Date | null | 'cancelled'>;
+export type LeaseRenewer = (
+  requestedUntil: Date,
+  progress?: JobProgress,
+) => Promise<Date | null | 'cancelled' | 'finished'>;
 
 /** Why an execution no longer owns its row: its lease was lost, or its job was cancelled. */
 export type LeaseEnd = LeaseLostError | JobCancelledError;
@@ -101,6 +105,13 @@ const ignore = (): void => {};
 
 /** A beat may run this fraction of its interval early, to share a timer and a round trip with others due then. */
 const BEAT_EARLY_FRACTION = 0.1;
+/**
+ * A failed renewal is sent again after 50 ms, doubling, at most a quarter of the interval and 1 s: an error window
+ * costs a lease only the time it lasts plus one such wait, not the rest of a heartbeat interval.
+ */
+const RENEWAL_RETRY_BASE_MS = 50;
+const RENEWAL_RETRY_MAX_MS = 1_000;
+const RENEWAL_RETRY_MAX_FRACTION = 0.25;
 
 /**
  * The lease of one execution: a single-flight, coalescing renewal pipeline plus a watchdog.
@@ -112,7 +123,9 @@ const BEAT_EARLY_FRACTION = 0.1;
  *   request: a job that ends before its first renewal never builds one.
  * - Heartbeats come from a {@link HeartbeatClock} shared by the process's leases (no timer per lease), up to
  *   a tenth of the interval early when that lets them beat with others.
- * - A write asks for `renewalStartedAt + ms`, where `renewalStartedAt` is when the write starts.
+ * - A write asks for `renewalStartedAt + ms`, where `renewalStartedAt` is when the write starts. None is sent once the
+ *   deadline has passed; a write that fails is retried after a short backoff (50 ms doubling, at most a quarter
+ *   interval and 1 s) by bringing the next beat forward, while the deadline is ahead.
  * - The watchdog is zero or one timer. It is armed at the first beat (which comes before the claim's
  *   deadline), or at start when the first beat would not, and re-armed after each successful renewal for
  *   `lockedUntil - now()`, so database latency eats into the lease. A renewal in flight never
@@ -125,8 +138,11 @@ export class Lease implements HeartbeatListener {
   /** The single-flight pipeline, built at the first renewal request. */
   private pipeline: { trigger: Subject<void>; subscription: Subscription } | undefined;
   private clock: HeartbeatClock | undefined;
-  /** The next beat on the heartbeat clock (one at a time). */
+  /** The next beat on the heartbeat clock (one at a time), and when it is due. */
   private heartbeat: ScheduledBeat | undefined;
+  private nextBeatAt = Number.POSITIVE_INFINITY;
+  /** Renewal writes that failed in a row (reset by one that lands): the retry backoff. */
+  private failedInARow = 0;
   private watchdog: ReturnType<typeof setTimeout> | undefined;
   private deadline: number;
   /** The coalescing slot: at most one request waits for a write. */
@@ -197,6 +213,7 @@ export class Lease implements HeartbeatListener {
   /** Called by the heartbeat clock: arms the watchdog if this is the first beat, renews, schedules the next. */
   onHeartbeat(): void {
     this.heartbeat = undefined;
+    this.nextBeatAt = Number.POSITIVE_INFINITY;
     if (this.isTerminal || this.renewalsStopped) return;
     if (this.watchdog === undefined) this.armWatchdog();
     if (this.isTerminal) return;
@@ -347,6 +364,23 @@ export class Lease implements HeartbeatListener {
   private scheduleBeat(at: number): void {
     this.clock ??= this.config.heartbeatClock ?? new HeartbeatClock(this.now);
     this.heartbeat = this.clock.schedule(at, this.interval * BEAT_EARLY_FRACTION, this);
+    this.nextBeatAt = at;
+  }
+
+  /**
+   * A renewal failed and the lease is still live: brings the next beat forward to after a short backoff (still one
+   * beat on the shared clock, so leases that failed together retry together, in one round trip). Nothing to do when
+   * the next beat comes first, or when the wait would end past the deadline (the watchdog decides then).
+   */
+  private retrySoon(): void {
+    if (this.isTerminal || this.renewalsStopped) return;
+    this.failedInARow += 1;
+    const maxWaitMs = Math.min(RENEWAL_RETRY_MAX_MS, this.interval * RENEWAL_RETRY_MAX_FRACTION);
+    const waitMs = Math.min(RENEWAL_RETRY_BASE_MS * 2 ** (this.failedInARow - 1), maxWaitMs);
+    const at = this.now() + waitMs;
+    if (at >= this.deadline || (this.heartbeat !== undefined && this.nextBeatAt <= at)) return;
+    this.stopHeartbeat();
+    this.scheduleBeat(at);
   }
 
   private beat(): void {
@@ -376,6 +410,12 @@ export class Lease implements HeartbeatListener {
   private async write(): Promise<void> {
     const request = this.pending;
     if (!request || this.isTerminal) return;
+    // The owner never sends a renewal past its own deadline (its watchdog ends the lease there), so the write's fence
+    // needs only the lock: one sent before the deadline is applied even when it reaches the server after it.
+    if (this.now() >= this.deadline) {
+      this.goStale('expired'); // rejects this request
+      return;
+    }
     this.pending = null;
     this.writing = request;
     // Measured when the write starts, not when it was requested: a queued request gains nothing.
@@ -383,7 +423,7 @@ export class Lease implements HeartbeatListener {
     this.writeCount += 1;
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
-    let lockedUntil: Date | null | 'cancelled';
+    let lockedUntil: Date | null | 'cancelled' | 'finished';
     try {
       lockedUntil = await this.config.renew(requestedUntil, request.progress);
     } catch (error) {
@@ -391,11 +431,17 @@ export class Lease implements HeartbeatListener {
       // Terminal states already settled this request; a late result changes nothing.
       if (this.isTerminal) return;
       this.writing = null;
-      // Still live until the current deadline: the next heartbeat retries, else the watchdog fires.
+      // Still live until the current deadline: retried shortly (see retrySoon), else the watchdog fires.
       request.reject(error);
+      this.retrySoon();
       return;
     }
     this.inFlight -= 1;
+    if (lockedUntil === 'finished') {
+      // Not lost: the run ended by this execution's own write. Nothing is left to renew or to watch.
+      this.close();
+      return;
+    }
     if (this.isTerminal) {
       if (this.staleError && lockedUntil instanceof Date && lockedUntil.getTime() > this.deadline) this.handBack();
       return;
@@ -408,12 +454,13 @@ export class Lease implements HeartbeatListener {
       return;
     }
     if (lockedUntil === null) {
-      // The filter also requires a live lease by the writer's clock: no match means lost, whoever holds the row.
+      // No match: the lock no longer holds the row (reclaimed, cancelled); expired when that happened past the deadline.
       this.goStale(this.now() >= this.deadline ? 'expired' : 'taken-over'); // rejects this request
       return;
     }
     this.writing = null;
     this.recordedMs = this.config.leaseMs;
+    this.failedInARow = 0;
     this.deadline = Math.max(this.deadline, lockedUntil.getTime());
     this.armWatchdog();
     if (this.isTerminal) {
@@ -482,6 +529,7 @@ export class Lease implements HeartbeatListener {
   private stopHeartbeat(): void {
     this.heartbeat?.cancel();
     this.heartbeat = undefined;
+    this.nextBeatAt = Number.POSITIVE_INFINITY;
   }
 
   /** No timer, subscription or listener outlives the execution. */

@@ -12,8 +12,8 @@ interface QueuedRenewal extends LeaseRenewal {
 
 /**
  * Sends the lease renewals requested in one macrotask as one round trip, each still owner-fenced and answered as
- * `JobsRepository.renewLease` answers it: the row's deadline, `null` when the lease is lost (another owner, or run out
- * by the writer's clock), or the database error.
+ * `JobsRepository.renewLease` answers it: the row's deadline, `null` when the lease is lost (another owner, or the
+ * run ended), or the database error.
  *
  * The flush runs in a `setImmediate`, not a microtask: Node drains microtasks after every timer callback, so a
  * microtask flush would send one command per lease whose heartbeat timer fired, while the check phase comes after

@@ -32,6 +32,19 @@ export function isSameRefusal(error: mongo.MongoServerError, refusal: { code?: u
 }
 
 /**
+ * Whether a write that failed with `error` may have been applied all the same, so that only reading the row back tells:
+ * its answer was lost (a network error or a timeout once the command may have been sent), or the server applied it
+ * but could not confirm the write concern. An error reply of the server (it answered, refusing the command) and a
+ * command never sent (no server to select) mean nothing was written.
+ */
+export function mayHaveLanded(error: unknown): boolean {
+  if (error instanceof mongo.MongoServerSelectionError) return false;
+  if (error instanceof mongo.MongoNetworkError || error instanceof mongo.MongoOperationTimeoutError) return true;
+  if (error instanceof mongo.MongoWriteConcernError) return true;
+  return error instanceof mongo.MongoServerError && error.errorResponse?.writeConcernError !== undefined;
+}
+
+/**
  * How a failed write may go if sent again:
  * - `permanent`: it is known to fail the same way (see {@link isPermanentWriteError}); do not send it again;
  * - `transient`: known to say "not now" (network, no server to select, failover and shutdown codes, the driver's

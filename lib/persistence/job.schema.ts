@@ -29,6 +29,12 @@ export interface JobDocument {
    * handler's). A cancel raises `lockedUntil` by it: the cancelled handler's settle window.
    */
   leaseMs?: number;
+  /**
+   * The lock id of the run whose owner-fenced write last ended a run of this row (completed, retrying, dead, failed,
+   * released). That write unsets `lockedBy`, so this is how its writer knows its own write landed when the answer was
+   * lost or came late. Left in place by later claims (lock ids are never reused).
+   */
+  finishedBy?: string;
   fencingToken: number;
   /** The user's key, kept for display and for `retry` after the job leaves pending/running. */
   dedupeKey?: string;
@@ -75,6 +81,7 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       lockedBy: String,
       lockedUntil: Date,
       leaseMs: Number,
+      finishedBy: String,
       fencingToken: { type: Number, default: 0 },
       dedupeKey: String,
       dedupeScope: String,

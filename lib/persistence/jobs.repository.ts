@@ -210,6 +210,15 @@ export class JobsRepository {
   }
 
   /**
+   * The row a claim for `lockId` took, if it landed and nothing changed the row since: a claim in doubt (its answer
+   * was lost) read back. `lockedUntil` is the deadline that claim wrote, so the read is a point lookup on the reclaim
+   * index (`status`, `lockedUntil`); nobody renews a lease its owner does not know it holds.
+   */
+  findClaimedBy(lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
+    return this.collection.findOne({ status: 'running', lockedUntil, lockedBy: lockId });
+  }
+
+  /**
    * A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. When the error
    * does not say which index refused the job (servers other than MongoDB word it otherwise, or not at all), the rows
    * decide, never a guess: only a row that already carries the job's scope or tick key can clash on it.
@@ -460,11 +469,20 @@ export class JobsRepository {
     }
   }
 
-  /** Who holds these leases now: the follow-up read of `renewLeases` when fewer rows matched than were sent. */
+  /**
+   * Who holds these leases now, and which run last ended each row: the follow-up read when fewer renewals matched
+   * than were sent.
+   */
   readLeaseOwners(ids: readonly Types.ObjectId[]): Promise<LeaseOwner[]> {
-    return this.collection
-      .find<LeaseOwner>({ _id: { $in: [...ids] } }, { projection: { lockedBy: 1, status: 1, lockedUntil: 1 } })
-      .toArray();
+    return this.collection.find<LeaseOwner>({ _id: { $in: [...ids] } }, { projection: LEASE_OWNER_FIELDS }).toArray();
+  }
+
+  /**
+   * Whether the run of `lockId` ended this row: its finishing write landed (see `finishedBy`), whatever its answer
+   * said. Read after a finishing write whose answer was lost, before it counts as not this worker's any more.
+   */
+  async finishedBy(id: Types.ObjectId, lockId: string): Promise<boolean> {
+    return (await this.collection.countDocuments({ _id: id, finishedBy: lockId }, { limit: 1 })) === 1;
   }
 
   /** Moves a lease this lock holds back to `until` (a renewal that landed after its watchdog ended the lease). */
@@ -489,6 +507,7 @@ export class JobsRepository {
       {
         $set: {
           status: 'completed',
+          finishedBy: lockId,
           finishedAt: now,
           updatedAt: now,
           ...(result === undefined ? {} : { result }),
@@ -510,7 +529,7 @@ export class JobsRepository {
     next: { status: 'pending'; runAt: Date } | { status: 'dead'; expiresAt?: Date },
   ): Promise<boolean> {
     const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } };
-    const common = { lastError: attempt.error, updatedAt: attempt.at };
+    const common = { lastError: attempt.error, updatedAt: attempt.at, finishedBy: lockId };
     return this.updateOwned(
       id,
       lockId,
@@ -533,7 +552,7 @@ export class JobsRepository {
   /** Dead-letters a job this lock owns without recording another attempt (the reclaim already did). */
   deadLetter(id: Types.ObjectId, lockId: string, now: Date, expiresAt?: Date): Promise<boolean> {
     return this.updateOwned(id, lockId, {
-      $set: { status: 'dead', finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
+      $set: { status: 'dead', finishedBy: lockId, finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
       $unset: RELEASED_FIELDS,
     });
   }
@@ -550,7 +569,14 @@ export class JobsRepository {
     expiresAt?: Date,
   ): Promise<boolean> {
     return this.updateOwned(id, lockId, {
-      $set: { status: 'dead', lastError: reason, finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
+      $set: {
+        status: 'dead',
+        finishedBy: lockId,
+        lastError: reason,
+        finishedAt: now,
+        updatedAt: now,
+        ...expiry(expiresAt),
+      },
       $unset: RELEASED_FIELDS,
     });
   }
@@ -558,14 +584,15 @@ export class JobsRepository {
   /** Gives a job back untouched (shutdown): pending again, no attempt counted. */
   release(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
     return this.updateOwned(id, lockId, {
-      $set: { status: 'pending', runAt: now, updatedAt: now },
+      $set: { status: 'pending', runAt: now, updatedAt: now, finishedBy: lockId },
       $unset: LOCK_FIELDS,
     });
   }
 
   /** Moves a job this lock owns to `failed`: it cannot run as stored (the claim gave back a row no handler accepts). */
   markFailed(id: Types.ObjectId, lockId: string, reason: string, now: Date, expiresAt?: Date): Promise<boolean> {
-    return this.updateOwned(id, lockId, failedUpdate(reason, now, expiresAt));
+    const update = failedUpdate(reason, now, expiresAt);
+    return this.updateOwned(id, lockId, { ...update, $set: { ...update.$set, finishedBy: lockId } });
   }
 
   /**
@@ -873,15 +900,18 @@ export class JobsRepository {
 }
 
 /**
- * The owner-fenced renewal write: the deadline only ever moves forward, and only a live lease can be renewed (once it
- * has run out by the writer's clock, its watchdog has ended it too).
+ * The owner-fenced renewal write: the deadline only ever moves forward. The lock id proves ownership (a reclaim writes
+ * a new one, with a new fencing token), so the fence has no deadline check: the lease never sends a renewal past its
+ * own deadline, and one that left before it but reaches the server after it still renews a row nobody took over (a
+ * check by the writer's clock at send time refused the beat that fell on the deadline). One that lands after the
+ * watchdog ended the lease is handed back (`relinquishLease`).
  */
 function leaseRenewal(
   { id, lockId, requestedUntil, progress, leaseMs }: LeaseRenewal,
   now: Date,
 ): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
   return {
-    filter: { ...owned(id, lockId), lockedUntil: { $gt: now } },
+    filter: owned(id, lockId),
     update: {
       $max: { lockedUntil: requestedUntil },
       $set: {
@@ -912,7 +942,8 @@ export interface LeaseRenewalsResult {
 }
 
 /** The lease fields of a row, as `readLeaseOwners` reads them. */
-export type LeaseOwner = Pick<JobDocument, '_id' | 'lockedBy' | 'status' | 'lockedUntil'>;
+export type LeaseOwner = Pick<JobDocument, '_id' | 'lockedBy' | 'status' | 'lockedUntil' | 'finishedBy'>;
+const LEASE_OWNER_FIELDS = { lockedBy: 1, status: 1, lockedUntil: 1, finishedBy: 1 } as const;
 
 /** The repository methods a lease renewal uses (a narrow port, so the batcher's unit tests need no database). */
 export type LeaseRenewalStore = Pick<JobsRepository, 'renewLease' | 'renewLeases' | 'readLeaseOwners'>;

@@ -20,8 +20,8 @@ export interface RenewalTally {
 /**
  * Counts lease renewals on the jobs collection through command monitoring, whatever shape the library sends them
  * in: one `findAndModify` per lease today, or a batched `update` with many statements. A renewal is recognised by
- * its owner fence: `lockedBy` plus `lockedUntil: { $gt: … }` (a live lease); completions, relinquishes and claims
- * do not have that filter.
+ * its owner fence (`lockedBy` in the filter) and its update, `$max: { lockedUntil }`; completions and claims `$set`
+ * the deadline or unset it, relinquishes `$min` it.
  */
 export class RenewalCounter {
   private active = false;
@@ -51,7 +51,7 @@ export class RenewalCounter {
   private record(event: CommandStartedEvent): void {
     this.all.set(event.commandName, (this.all.get(event.commandName) ?? 0) + 1);
     if (event.command[event.commandName] !== this.collectionName) return;
-    const leases = renewalFilters(event)
+    const leases = renewalStatements(event)
       .map(leasesRenewedBy)
       .filter((n) => n > 0);
     if (leases.length === 0) return;
@@ -64,31 +64,36 @@ export class RenewalCounter {
 }
 
 type Filter = Record<string, unknown>;
+/** One write statement: its filter and its update. */
+interface Statement {
+  q: Filter;
+  u: Filter;
+}
 
-/** The filters of the write statements a command carries (none for other commands). */
-function renewalFilters(event: CommandStartedEvent): Filter[] {
+/** The write statements a command carries (none for other commands). */
+function renewalStatements(event: CommandStartedEvent): Statement[] {
   const { command } = event;
-  if (event.commandName === 'findAndModify') return [(command.query ?? {}) as Filter];
+  if (event.commandName === 'findAndModify') return [{ q: command.query ?? {}, u: command.update ?? {} }];
   if (event.commandName === 'update' && Array.isArray(command.updates)) {
-    return command.updates.map((statement: { q?: Filter }) => statement.q ?? {});
+    return command.updates.map((statement: Partial<Statement>) => ({ q: statement.q ?? {}, u: statement.u ?? {} }));
   }
   return [];
 }
 
-/** How many leases one statement's filter renews: 0 when it is no renewal. */
-export function leasesRenewedBy(filter: Filter): number {
-  if (isRenewalFilter(filter)) {
-    const id = filter._id as { $in?: unknown[] } | undefined;
+/** How many leases one statement renews: 0 when it is no renewal. */
+export function leasesRenewedBy({ q, u }: Statement): number {
+  if (!isRenewalUpdate(u)) return 0;
+  if ('lockedBy' in q) {
+    const id = q._id as { $in?: unknown[] } | undefined;
     return id && typeof id === 'object' && Array.isArray(id.$in) ? id.$in.length : 1;
   }
-  if (Array.isArray(filter.$or))
-    return (filter.$or as Filter[]).reduce((sum, branch) => sum + leasesRenewedBy(branch), 0);
+  if (Array.isArray(q.$or)) return (q.$or as Filter[]).filter((branch) => 'lockedBy' in branch).length;
   return 0;
 }
 
-function isRenewalFilter(filter: Filter): boolean {
-  const until = filter.lockedUntil;
-  return 'lockedBy' in filter && typeof until === 'object' && until !== null && '$gt' in until;
+function isRenewalUpdate(update: Filter): boolean {
+  const max = update.$max as Filter | undefined;
+  return typeof max === 'object' && max !== null && 'lockedUntil' in max;
 }
 
 /** Totals over command names. */

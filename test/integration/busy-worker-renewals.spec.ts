@@ -26,13 +26,17 @@ class LongJobs {
   }
 }
 
-/** Renewal commands: a findAndModify or an update whose filter fences on lockedBy and a live lockedUntil. */
+/** Renewal commands: a findAndModify or an update fenced on lockedBy that moves lockedUntil forward. */
 function isRenewal(command: Record<string, unknown>): { statements: number } | undefined {
-  const fenced = (filter: unknown) =>
-    typeof filter === 'object' && filter !== null && 'lockedBy' in filter && 'lockedUntil' in filter;
-  if (command.findAndModify && fenced(command.query)) return { statements: 1 };
-  const updates = Array.isArray(command.updates) ? (command.updates as { q: unknown }[]) : [];
-  if (updates.length > 0 && updates.every((u) => fenced(u.q))) return { statements: updates.length };
+  // Owner-fenced (`lockedBy` in the filter) and moving the deadline forward (`$max: { lockedUntil }`).
+  const renewal = (filter: unknown, update: unknown) =>
+    typeof filter === 'object' &&
+    filter !== null &&
+    'lockedBy' in filter &&
+    (update as { $max?: { lockedUntil?: unknown } } | undefined)?.$max?.lockedUntil !== undefined;
+  if (command.findAndModify && renewal(command.query, command.update)) return { statements: 1 };
+  const updates = Array.isArray(command.updates) ? (command.updates as { q: unknown; u: unknown }[]) : [];
+  if (updates.length > 0 && updates.every((u) => renewal(u.q, u.u))) return { statements: updates.length };
   return undefined;
 }
 

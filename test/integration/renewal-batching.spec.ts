@@ -94,7 +94,8 @@ describe('batched lease renewals on a real wire server', () => {
     const ranOut = new Date(now().getTime() - 1_000);
     const plan = Array.from({ length: 50 }, (_, i) => {
       if (i === 7 || i === 21 || i === 40) return { lockId: `w#${i}`, row: { lockId: 'other#1', lockedUntil: live } };
-      if (i === 12 || i === 33) return { lockId: `w#${i}`, row: { lockId: `w#${i}`, lockedUntil: ranOut } };
+      // Taken over, and that owner's lease ran out too (the lock is the fence, not the deadline).
+      if (i === 12 || i === 33) return { lockId: `w#${i}`, row: { lockId: 'other#2', lockedUntil: ranOut } };
       return { lockId: `w#${i}`, row: { lockId: `w#${i}`, lockedUntil: live } };
     });
     const ids = await insertRunning(
@@ -116,7 +117,7 @@ describe('batched lease renewals on a real wire server', () => {
     expect(ids.map((id, i) => (lost.includes(i) ? 'lost' : deadline.get(String(id))))).toEqual(
       ids.map((_, i) => (lost.includes(i) ? 'lost' : requested)),
     );
-    // The lost rows are untouched: the other owner's deadline, and the run-out leases stay run out.
+    // The lost rows are untouched: the other owners' deadlines, live or run out.
     expect([7, 21, 40].map((i) => deadline.get(String(ids[i])))).toEqual([live, live, live]);
     expect([12, 33].map((i) => deadline.get(String(ids[i])))).toEqual([ranOut, ranOut]);
   });

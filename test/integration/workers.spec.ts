@@ -147,17 +147,16 @@ describe('several workers on one database', () => {
     expect(after).toMatchObject({ status: 'running', lockedBy: second?.lockId, attemptCount: 1 });
   });
 
-  it('refuses a renewal once the lease has run out by the writer’s clock, even with the owner’s own lock', async () => {
+  it('applies a renewal that reaches the server after the deadline while nobody took the row over (the lock is the fence)', async () => {
     const app = await start(uniqueDatabaseName('renew_expired'), 'owner', { worker: false });
     const job = await app.jobs.enqueue('count', {});
     const claim = await app.get(JobClaimService).claimNext();
     if (!claim) throw new Error('expected a claim');
-    const expiredAt = new Date(Date.now() - 1);
-    await app.connection.collection('jobs').updateOne({ _id: claim.doc._id }, { $set: { lockedUntil: expiredAt } });
-    // Nobody took the row over yet, but its lease is over: renewing now would revive a lease the watchdog ended.
-    expect(
-      await app.repository.renewLease(claim.doc._id, claim.lockId, new Date(Date.now() + 60_000), new Date()),
-    ).toBeNull();
-    expect((await app.jobs.findById(job.id))?.lockedUntil).toEqual(expiredAt);
+    const deadline = new Date(Date.now() - 1);
+    await app.connection.collection('jobs').updateOne({ _id: claim.doc._id }, { $set: { lockedUntil: deadline } });
+    // The beat that fell on the deadline: the lease sent it while live; only a reclaim (a new lock) may refuse it.
+    const requested = new Date(Date.now() + 60_000);
+    expect(await app.repository.renewLease(claim.doc._id, claim.lockId, requested, new Date())).toEqual(requested);
+    expect((await app.jobs.findById(job.id))?.lockedUntil).toEqual(requested);
   });
 });

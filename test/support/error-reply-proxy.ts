@@ -38,10 +38,35 @@ export interface DelayedReplyRule {
   times?: number;
 }
 
-interface DelayState {
-  rule: DelayedReplyRule;
+/**
+ * "Forward the commands `match` picks, `times` times, but not the server's answer": `lose` waits for the reply, drops
+ * it and closes the client's connection (the write landed, its answer was lost: the driver sees a network error);
+ * `delayMs` holds the reply that long before passing it on (a slow answer).
+ */
+export interface ReplyRule {
+  /** Sees each command as the server would (body plus document sequences, values promoted). */
+  match: (command: Document) => boolean;
+  /** @default 1 */
+  times?: number;
+  /** Drop the reply and close the connection, or pass it on after `delayMs`. */
+  action: { lose: true } | { delayMs: number };
+}
+
+/** A reply rule in force: `hits` counts commands forwarded under it, `answered` replies it dropped or delayed. */
+export interface ActiveReplyRule extends ActiveErrorRule {
+  /** Replies the server sent to matched commands so far (dropped or passed on late). */
+  readonly answered: number;
+}
+
+/** What becomes of a matched command's answer: held until `wait` settles, or lost with the connection. */
+type ReplyFate = { lose: true } | { wait: () => Promise<unknown> };
+
+interface ReplyRuleState {
+  match: (command: Document) => boolean;
+  fate: ReplyFate;
   left: number;
   hits: number;
+  answered: number;
 }
 
 interface RuleState {
@@ -53,13 +78,14 @@ interface RuleState {
 /**
  * A wire-protocol proxy for fault tests: it forwards every message, except commands matched by a rule, which it
  * answers itself with a server error reply and never sends on. The driver sees exactly what a server that refused the
- * command would answer (a `MongoServerError` with that code); the row is untouched. A delay rule instead lets the
- * command through and holds back only its answer: the write lands, and the driver learns it late.
+ * command would answer (a `MongoServerError` with that code); the row is untouched. Reply rules (`delayReply`,
+ * `interceptReply`) let the command through and then hold back or lose only its answer: the write lands, and the
+ * driver learns it late or never.
  */
 export class ErrorReplyProxy {
   private readonly sockets = new Set<Socket>();
   private readonly rules: RuleState[] = [];
-  private readonly delays: DelayState[] = [];
+  private readonly replyRules: ReplyRuleState[] = [];
 
   private constructor(
     private readonly server: Server,
@@ -109,12 +135,30 @@ export class ErrorReplyProxy {
    * once `until` settles (later answers on that connection wait behind it, as on a slow link). The command itself is
    * not delayed.
    */
-  delayReply(rule: DelayedReplyRule): ActiveErrorRule {
-    const state: DelayState = { rule, left: rule.times ?? 1, hits: 0 };
-    this.delays.push(state);
+  delayReply(rule: DelayedReplyRule): ActiveReplyRule {
+    const { ms, until } = rule;
+    return this.addReplyRule(rule.match, rule.times, { wait: () => until ?? sleep(ms ?? 0) });
+  }
+
+  /**
+   * Forwards the next `times` commands `match` picks and then drops or delays the server's reply (see `ReplyRule`).
+   * Error rules are tried first: a command answered with an error never reaches the server.
+   */
+  interceptReply(rule: ReplyRule): ActiveReplyRule {
+    const { action } = rule;
+    const fate: ReplyFate = 'lose' in action ? { lose: true } : { wait: () => sleep(action.delayMs) };
+    return this.addReplyRule(rule.match, rule.times, fate);
+  }
+
+  private addReplyRule(match: ReplyRuleState['match'], times = 1, fate: ReplyFate): ActiveReplyRule {
+    const state: ReplyRuleState = { match, fate, left: times, hits: 0, answered: 0 };
+    this.replyRules.push(state);
     return {
       get hits() {
         return state.hits;
+      },
+      get answered() {
+        return state.answered;
       },
       remove: () => {
         state.left = 0;
@@ -139,8 +183,8 @@ export class ErrorReplyProxy {
         upstream.destroy();
       });
     }
-    /** Request ids on this connection whose answer is held back, and for how long. */
-    const heldAnswers = new Map<number, () => Promise<unknown>>();
+    /** Request ids on this connection whose answer is held back or lost, by the rule that picked them. */
+    const intercepted = new Map<number, ReplyRuleState>();
     client.on(
       'data',
       framer((message) => {
@@ -149,8 +193,8 @@ export class ErrorReplyProxy {
           client.write(answer);
           return;
         }
-        const hold = this.holdFor(message);
-        if (hold !== undefined) heldAnswers.set(message.readInt32LE(4), hold);
+        const rule = this.replyRuleFor(message);
+        if (rule !== undefined) intercepted.set(message.readInt32LE(4), rule);
         upstream.write(message);
       }),
     );
@@ -160,9 +204,16 @@ export class ErrorReplyProxy {
       'data',
       framer((message) => {
         const responseTo = message.readInt32LE(8);
-        const hold = heldAnswers.get(responseTo);
-        heldAnswers.delete(responseTo);
-        if (hold === undefined && heldAnswers.size === 0 && outgoing === settled) {
+        const rule = intercepted.get(responseTo);
+        intercepted.delete(responseTo);
+        if (rule !== undefined) rule.answered += 1;
+        if (rule !== undefined && 'lose' in rule.fate) {
+          // The server has done the work; the client never learns how it went.
+          client.destroy();
+          return;
+        }
+        const hold = rule !== undefined && 'wait' in rule.fate ? rule.fate.wait : undefined;
+        if (hold === undefined && intercepted.size === 0 && outgoing === settled) {
           client.write(message);
           return;
         }
@@ -179,17 +230,16 @@ export class ErrorReplyProxy {
     );
   }
 
-  /** What holds the answer of a command a delay rule picks (and counts) back, or undefined. */
-  private holdFor(message: Buffer): (() => Promise<unknown>) | undefined {
-    if (message.readInt32LE(12) !== OP_MSG || this.delays.every((state) => state.left === 0)) return undefined;
+  /** The reply rule that picks a command (and counts it), or undefined. */
+  private replyRuleFor(message: Buffer): ReplyRuleState | undefined {
+    if (message.readInt32LE(12) !== OP_MSG || this.replyRules.every((state) => state.left === 0)) return undefined;
     if ((parseOpMsg(message).flags & MORE_TO_COME) !== 0) return undefined;
     const command = commandOf(message);
-    const state = this.delays.find(({ rule, left }) => left > 0 && rule.match(command));
+    const state = this.replyRules.find(({ match, left }) => left > 0 && match(command));
     if (!state) return undefined;
     state.left -= 1;
     state.hits += 1;
-    const { ms, until } = state.rule;
-    return () => until ?? sleep(ms ?? 0);
+    return state;
   }
 
   /** The error reply for a command a rule picks (and counts), or undefined to forward it. */
@@ -212,8 +262,9 @@ export class ErrorReplyProxy {
 
 const settled = Promise.resolve();
 
+/** An unref'd wait: a reply still held when the test ends keeps nothing alive (its socket is gone by then). */
 function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** An `update` command of `collection` whose (first) update sets `status` to `status`: a job's finishing write. */

@@ -815,6 +815,32 @@ describe('Lease', () => {
     });
   });
 
+  describe('run ended by its own write', () => {
+    it("closes quietly when a renewal finds the run ended by this lock's own outcome write: never stale", async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      const renew = jest.fn(async () => 'finished' as const);
+      const finished = new Lease({
+        jobId: 'job-2',
+        lockId: 'lock-2',
+        lockedUntil: new Date(store.row),
+        heartbeatIntervalMs: 100,
+        leaseMs: 300,
+        renew,
+        onStale,
+      });
+      finished.start();
+      const extended = track(finished.extend(100));
+      await flush();
+      expect(extended.outcome).toEqual({ state: 'resolved' });
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(renew).toHaveBeenCalledTimes(1);
+      expect(finished.isStale).toBe(false);
+      expect(onStale).not.toHaveBeenCalled();
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
+    });
+  });
+
   describe('database errors', () => {
     it('gives every caller of the failed write the same error object, stays live, then goes stale at the deadline', async () => {
       const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
@@ -839,8 +865,9 @@ describe('Lease', () => {
       expect(lease.stats.watchdogArmed).toBe(false); // armed by the first beat, at t0+100
 
       store.auto = { delayMs: 0, fail: new Error('still down') };
-      await jest.advanceTimersByTimeAsync(299); // heartbeats at t0+100 and t0+200 fail
-      expect(store.writes).toHaveLength(4);
+      await jest.advanceTimersByTimeAsync(299); // retries every 25 ms (a quarter interval) fail
+      expect(store.writes.length).toBeGreaterThan(4);
+      expect(store.maxConcurrent).toBe(1);
       expect(lease.isStale).toBe(false);
       await jest.advanceTimersByTimeAsync(1); // t0+300: nothing landed
       expect(lease.isStale).toBe(true);
@@ -849,23 +876,73 @@ describe('Lease', () => {
       expect(jest.getTimerCount()).toBe(0);
     });
 
-    it('keeps the execution live when a later heartbeat succeeds before the deadline', async () => {
+    it('keeps the execution live when a later renewal succeeds before the deadline', async () => {
       const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
       store.auto = { delayMs: 0, fail: new Error('down') };
       lease.start();
       await expect(lease.extend(100)).rejects.toThrow('down');
-      await jest.advanceTimersByTimeAsync(100); // heartbeat fails
+      await jest.advanceTimersByTimeAsync(100); // the retries and the heartbeat fail
       expect(lease.isStale).toBe(false);
 
       store.auto = { delayMs: 0 };
-      await jest.advanceTimersByTimeAsync(100); // heartbeat at t0+200 lands: t0+500
-      expect(lease.expiresAt.getTime()).toBe(T0 + 500);
-      store.auto = undefined; // later heartbeats hang
-      await jest.advanceTimersByTimeAsync(299); // t0+499
+      await jest.advanceTimersByTimeAsync(25); // the next retry, at t0+125, lands: t0+425
+      expect(lease.expiresAt.getTime()).toBe(T0 + 425);
+      store.auto = undefined; // later renewals hang
+      await jest.advanceTimersByTimeAsync(299); // t0+424
       expect(lease.isStale).toBe(false);
-      await jest.advanceTimersByTimeAsync(1); // t0+500
+      await jest.advanceTimersByTimeAsync(1); // t0+425
       expect(lease.isStale).toBe(true);
       expect(onStale).toHaveBeenCalledTimes(1);
+    });
+
+    it('retries a failed renewal after 50 ms, doubling, at most a quarter interval; a landing resets the backoff', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 9_000, heartbeatIntervalMs: 3_000, leaseMs: 9_000 });
+      lease.start();
+      store.auto = { delayMs: 0, fail: new Error('down') };
+      await jest.advanceTimersByTimeAsync(3_000 + 50 + 100 + 200 + 400 + 750 + 750);
+      const starts = store.writes.map((write) => write.startedAt - T0);
+      expect(starts).toEqual([3_000, 3_050, 3_150, 3_350, 3_750, 4_500, 5_250]);
+      store.auto = { delayMs: 0 };
+      await jest.advanceTimersByTimeAsync(750); // lands at t0+6000
+      expect(lease.expiresAt.getTime()).toBe(T0 + 6_000 + 9_000);
+      store.auto = (index) => (index === 8 ? { delayMs: 0, fail: new Error('blip') } : { delayMs: 0 });
+      await jest.advanceTimersByTimeAsync(3_000 + 50); // the next beat fails once, its retry 50 ms later lands
+      expect(store.writes.slice(8).map((write) => write.startedAt - T0)).toEqual([9_000, 9_050]);
+      expect(lease.expiresAt.getTime()).toBe(T0 + 9_050 + 9_000);
+      expect(store.maxConcurrent).toBe(1);
+      expect(onStale).not.toHaveBeenCalled();
+    });
+
+    it('keeps a 3 s lease through renewal errors for 1.1 s over two heartbeats (issue 26)', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 3_000, heartbeatIntervalMs: 1_000, leaseMs: 3_000 });
+      store.auto = () => {
+        const at = Date.now() - T0;
+        return at >= 950 && at < 2_050 ? { delayMs: 0, fail: new Error('down') } : { delayMs: 0 };
+      };
+      lease.start();
+      await jest.advanceTimersByTimeAsync(4_000);
+      expect(lease.isStale).toBe(false);
+      expect(onStale).not.toHaveBeenCalled();
+      const landed = store.writes.filter((write) => write.startedAt - T0 >= 2_050)[0];
+      expect(landed.startedAt - T0).toBeLessThanOrEqual(2_050 + 250); // one backoff wait after the window at most
+    });
+
+    it('never sends a renewal past its own deadline: a write due after it goes stale instead', async () => {
+      let clock = T0;
+      const { lease, store, onStale } = setup({
+        claimMs: 100,
+        heartbeatIntervalMs: 50,
+        leaseMs: 100,
+        now: () => clock,
+      });
+      lease.start();
+      clock = T0 + 100; // the deadline, before the watchdog timer could run
+      const extended = track(lease.extend(50));
+      await flush();
+      expect(store.writes).toHaveLength(0);
+      expect(lease.isStale).toBe(true);
+      expect(onStale.mock.calls[0][0].reason).toBe('expired');
+      expect(extended.outcome).toEqual({ state: 'rejected', reason: onStale.mock.calls[0][0] });
     });
   });
 

@@ -1,0 +1,204 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Document } from 'bson';
+import type { MongoClient } from 'mongodb';
+import type { Subscription } from 'rxjs';
+import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
+import { ErrorReplyProxy, isStatusUpdate } from '../support/error-reply-proxy';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+/**
+ * Writes whose answer is lost or late, or refused for a while (issue 26): the claim, the lease renewal and the
+ * finishing write. The proxy forwards the command and then drops (closing the connection) or holds the server's reply,
+ * so the write lands while the worker does not know it; or it answers renewals with errors for a window.
+ */
+
+/** Handler calls per job id. */
+const calls = new Map<string, number>();
+const count = (jobId: string) => calls.set(jobId, (calls.get(jobId) ?? 0) + 1);
+/** What a `long` handler waits for before it returns (set per test). */
+let keepRunningUntil: () => Promise<void> = async () => undefined;
+
+@Injectable()
+class Handlers {
+  @JobHandler('quick')
+  quick(_payload: unknown, ctx: JobExecutionContext) {
+    count(ctx.jobId);
+    return { done: true };
+  }
+
+  @JobHandler('long')
+  async long(_payload: unknown, ctx: JobExecutionContext) {
+    count(ctx.jobId);
+    await keepRunningUntil();
+  }
+}
+
+/** A claim of a pending row: one `findAndModify` that sets `status: 'running'`. */
+const isClaim = (command: Document) =>
+  command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
+/** A lease renewal, alone (`findAndModify`) or batched (`update` with owner-fenced `$max`). */
+const isRenewal = (command: Document) =>
+  (command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$max?.lockedUntil !== undefined) ||
+  (command.update === 'jobs' && (command.updates as Document[])[0]?.u?.$max?.lockedUntil !== undefined);
+/** The finishing write of exactly this job. */
+const isCompletionOf = (jobId: string) => (command: Document) =>
+  isStatusUpdate(command, 'jobs', 'completed') &&
+  ((command.updates as Document[])[0].q as { _id: { toHexString(): string } })._id.toHexString() === jobId;
+
+describe('writes in doubt (wire proxy losing, delaying or refusing answers)', () => {
+  let proxy: ErrorReplyProxy;
+  let client: MongoClient;
+  const events: JobEvent[] = [];
+  const subscriptions: Subscription[] = [];
+  const warnings: string[] = [];
+
+  beforeAll(async () => {
+    proxy = await ErrorReplyProxy.start(testMongoUri());
+    client = await connectTestClient({ maxPoolSize: 2 });
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      warnings.push(String(message));
+    });
+  });
+  afterAll(async () => {
+    for (const subscription of subscriptions) subscription.unsubscribe();
+    jest.restoreAllMocks();
+    await client?.close();
+    await proxy?.close();
+  });
+
+  async function startApp(label: string, options: Record<string, unknown>) {
+    const dbName = uniqueDatabaseName(label);
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { pollIntervalMs: 20, ...options },
+      providers: [Handlers],
+    });
+    subscriptions.push(app.jobs.events$.subscribe((event) => events.push(event)));
+    return { app, raw: client.db(dbName).collection<Document>('jobs') };
+  }
+
+  const finished = async (app: JobsTestApp, id: string) => {
+    await waitFor(async () => {
+      const status = (await app.jobs.findById(id))?.status;
+      return status !== 'pending' && status !== 'running';
+    }, `job ${id} to finish`);
+    return app.jobs.findById(id);
+  };
+  /** A job's events, renewals left out (how many come depends on timing). */
+  const typesOf = (jobId: string) =>
+    events.filter((event) => event.jobId === jobId && event.type !== 'renewed').map((event) => event.type);
+
+  describe('claims and completions (lease 1 s)', () => {
+    let app: JobsTestApp;
+    beforeAll(async () => {
+      ({ app } = await startApp('writes-in-doubt', { leaseMs: 1_000, heartbeatIntervalMs: 300 }));
+    });
+    afterAll(() => app?.close());
+    afterEach(() => {
+      warnings.length = 0;
+    });
+
+    it('runs a job whose claim landed but whose answer was lost: one handler call, no LeaseExpired attempt', async () => {
+      // Due a little later, so that the rule hits the claim that takes it, not an empty poll's claim.
+      const runAt = new Date(Date.now() + 300);
+      const rule = proxy.interceptReply({
+        match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+        action: { lose: true },
+      });
+      const job = await app.jobs.enqueue('quick', { case: 'lost claim reply' }, { runAt, maxAttempts: 1 });
+      const row = await finished(app, job.id);
+      expect(rule.answered).toBe(1);
+      expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [], result: { done: true } });
+      expect(calls.get(job.id)).toBe(1);
+      expect(typesOf(job.id)).toEqual(['enqueued', 'started', 'completed']);
+    });
+
+    it('emits completed for a completion whose answer was lost, and logs nothing about lost ownership', async () => {
+      const job = await app.jobs.enqueue('quick', { case: 'lost completion reply' });
+      const rule = proxy.interceptReply({ match: isCompletionOf(job.id), action: { lose: true } });
+      const row = await finished(app, job.id);
+      await waitFor(() => typesOf(job.id).includes('completed'), 'the completed event');
+      expect(rule.answered).toBe(1);
+      expect(row).toMatchObject({ status: 'completed', attemptCount: 0, result: { done: true } });
+      expect(calls.get(job.id)).toBe(1);
+      expect(typesOf(job.id)).toEqual(['enqueued', 'started', 'completed']);
+      expect(warnings.filter((warning) => warning.includes(job.id))).toEqual([]);
+    });
+
+    it('emits completed, never stale first, for a completion whose answer came after a heartbeat', async () => {
+      const job = await app.jobs.enqueue('quick', { case: 'slow completion reply' });
+      // Longer than a heartbeat interval: a renewal runs while the row is already completed.
+      const rule = proxy.interceptReply({ match: isCompletionOf(job.id), action: { delayMs: 700 } });
+      const row = await finished(app, job.id);
+      await waitFor(() => typesOf(job.id).includes('completed'), 'the completed event');
+      expect(rule.answered).toBe(1);
+      expect(row).toMatchObject({ status: 'completed', attemptCount: 0 });
+      expect(calls.get(job.id)).toBe(1);
+      expect(typesOf(job.id)).toEqual(['enqueued', 'started', 'completed']);
+      expect(warnings.filter((warning) => warning.includes(job.id))).toEqual([]);
+    });
+  });
+
+  it('keeps a healthy lease through renewal errors for 1.1 s of a 3 s lease (then healthy)', async () => {
+    const { app } = await startApp('renewal-errors', { leaseMs: 3_000, heartbeatIntervalMs: 1_000 });
+    try {
+      let firstErrorAt: number | undefined;
+      const windowMs = 1_100;
+      const rule = proxy.answerWithError({
+        code: 91,
+        codeName: 'ShutdownInProgress',
+        times: Number.POSITIVE_INFINITY,
+        match: (command) => {
+          if (!isRenewal(command)) return false;
+          firstErrorAt ??= Date.now();
+          return Date.now() - firstErrorAt < windowMs;
+        },
+      });
+      let jobId = '';
+      // Past the deadline the claim wrote (the first renewal comes a third into the lease), and renewed since the window.
+      const pastWindowAndOldDeadline = (errorsFrom: number) =>
+        Date.now() > errorsFrom + 2_500 &&
+        events.some((e) => e.jobId === jobId && e.type === 'renewed' && e.at.getTime() > errorsFrom + windowMs);
+      keepRunningUntil = () =>
+        waitFor(
+          () => firstErrorAt !== undefined && pastWindowAndOldDeadline(firstErrorAt),
+          'the error window, the old deadline, and a renewal that landed after them',
+        );
+      const job = await app.jobs.enqueue('long', { case: 'renewal errors' });
+      jobId = job.id;
+      const row = await finished(app, job.id);
+      rule.remove();
+      expect(rule.hits).toBeGreaterThanOrEqual(2);
+      expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [] });
+      expect(calls.get(job.id)).toBe(1);
+      expect(typesOf(job.id)).not.toContain('stale');
+    } finally {
+      keepRunningUntil = async () => undefined;
+      await app.close();
+    }
+  });
+
+  it('close() waits for a claim in flight up to its hard bound and hands back the row that claim took', async () => {
+    const { app, raw } = await startApp('late-claim-shutdown', { leaseMs: 10_000, shutdownGraceMs: 200 });
+    const runAt = new Date(Date.now() + 300);
+    const rule = proxy.interceptReply({
+      match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+      action: { delayMs: 2_500 },
+    });
+    const job = await app.jobs.enqueue('quick', { case: 'late claim' }, { runAt, maxAttempts: 1 });
+    await waitFor(() => rule.hits === 1, 'the claim of the job to be sent');
+    const closing = Date.now();
+    await app.close();
+    const closeMs = Date.now() - closing;
+    const row = await raw.findOne({}); // the only row of this database
+    expect(rule.answered).toBe(1);
+    // The bound: grace 200 ms + settle 1 s + writes 2 s.
+    expect(closeMs).toBeLessThan(3_200 + 500);
+    expect(row).toMatchObject({ status: 'pending', attemptCount: 0 });
+    expect(row?.lockedBy).toBeUndefined();
+    expect(calls.get(job.id)).toBeUndefined();
+  });
+});
