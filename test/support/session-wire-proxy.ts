@@ -1,13 +1,17 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { type Binary, type Document, deserialize, type Long, serialize } from 'bson';
+import {
+  buildOpMsg,
+  EXACT,
+  framer,
+  HEADER_BYTES,
+  MORE_TO_COME,
+  OP_MSG,
+  OP_REPLY,
+  parseOpMsg,
+  replyTo as reply,
+} from './wire-messages';
 
-const OP_REPLY = 1;
-const OP_MSG = 2013;
-const HEADER_BYTES = 16;
-const CHECKSUM_PRESENT = 1;
-const MORE_TO_COME = 2;
-/** Keep every value as the wire typed it (Int32, Long, Double…), so a re-encoded command means the same thing. */
-const EXACT = { promoteValues: false, promoteLongs: false, promoteBuffers: false, bsonRegExp: true } as const;
 /** The fields by which a command joins a session and its transaction. */
 export const SESSION_FIELDS = ['lsid', 'txnNumber', 'startTransaction', 'autocommit'] as const;
 /** Commands the proxy answers itself with `ok: 1`: a server without transactions (or sessions) would refuse them. */
@@ -133,56 +137,6 @@ export class SessionWireProxy {
     for (const field of SESSION_FIELDS) delete msg.body[field];
     return { forward: buildOpMsg(message, msg.flags, msg.body, msg.rest) };
   }
-}
-
-/** Splits a byte stream into whole wire messages (each starts with its int32 length). */
-function framer(onMessage: (message: Buffer) => void): (chunk: Buffer) => void {
-  let pending: Buffer = Buffer.alloc(0);
-  return (chunk) => {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
-      const length = pending.readInt32LE(0);
-      onMessage(pending.subarray(0, length));
-      pending = pending.subarray(length);
-    }
-  };
-}
-
-interface ParsedOpMsg {
-  flags: number;
-  body: Document;
-  /** The sections after the body (document sequences), as bytes. */
-  rest: Buffer;
-}
-
-/** The kind-0 body of an OP_MSG (the driver always sends it first), and what follows it. */
-function parseOpMsg(message: Buffer): ParsedOpMsg {
-  const flags = message.readUInt32LE(HEADER_BYTES);
-  const end = message.length - ((flags & CHECKSUM_PRESENT) !== 0 ? 4 : 0);
-  const at = HEADER_BYTES + 4;
-  if (message[at] !== 0) throw new Error('SessionWireProxy: OP_MSG without a leading body section');
-  const size = message.readInt32LE(at + 1);
-  const body = deserialize(message.subarray(at + 1, at + 1 + size), EXACT);
-  return { flags, body, rest: message.subarray(at + 1 + size, end) };
-}
-
-/** An OP_MSG with the same header ids, a new body and no checksum (it would no longer match). */
-function buildOpMsg(original: Buffer, flags: number, body: Document, rest: Buffer): Buffer {
-  const encoded = Buffer.from(serialize(body));
-  const header = Buffer.from(original.subarray(0, HEADER_BYTES + 4));
-  header.writeUInt32LE(flags & ~CHECKSUM_PRESENT, HEADER_BYTES);
-  const message = Buffer.concat([header, Buffer.from([0]), encoded, rest]);
-  message.writeInt32LE(message.length, 0);
-  return message;
-}
-
-/** `body` in answer to `request`. */
-function reply(request: Buffer, body: Document): Buffer {
-  const header = Buffer.alloc(HEADER_BYTES + 4);
-  header.writeInt32LE(0, 4);
-  header.writeInt32LE(request.readInt32LE(4), 8);
-  header.writeInt32LE(OP_MSG, 12);
-  return buildOpMsg(header, 0, body, Buffer.alloc(0));
 }
 
 function writeConflict(errorLabels: string[]): Document {
