@@ -496,7 +496,14 @@ function summarize(lines: HistoryLine[], calls: Map<string, HandlerCall>, finalR
 /** A violation as a few readable lines: the seed, the invariant, and the history that shows it (times relative). */
 export function formatViolation(violation: Violation, seed: number): string {
   const origin = violation.evidence[0]?.t ?? 0;
-  const shown = violation.evidence.slice(0, 20).map((line) => {
+  // Notes and lease moves repeat every few ms: the last lease line of each call says enough.
+  const lastLease = new Map(
+    violation.evidence.filter((line) => line.type === 'call-lease').map((line) => [line.call, line]),
+  );
+  const readable = violation.evidence.filter(
+    (line) => line.type !== 'call-note' && (line.type !== 'call-lease' || lastLease.get(line.call) === line),
+  );
+  const shown = readable.slice(0, 20).map((line) => {
     const { t, p, type, ...rest } = line;
     const fields = Object.entries(rest)
       .filter(([key, value]) => value !== undefined && key !== 'job')

@@ -1,12 +1,15 @@
+import { startTestMongoServer } from '../support/mongo-server';
+import { type Breakage, brokenBuild } from './broken-build';
 import { formatViolation } from './checker';
 import { PROFILES, type TortureProfile } from './profiles';
 import { runTorture, type TortureReport } from './torture-run';
 
 /**
- * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M]`
+ * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M] [--broken B]`
  *
  * Runs the generative fault checker for seed S (then S+1, … while fewer than K seeds ran, or until M minutes
- * passed, whichever asks for more), prints each run's summary and every violation with its seed, and exits 1 when
+ * passed, whichever asks for more), against dist/ or a deliberately broken copy of it (`--broken claim-ignores-owner`
+ * or `purge-deletes-running`), prints each run's summary and every violation with its seed, and exits 1 when
  * any run found one. The long profile defaults to at least 30 minutes.
  */
 async function main(): Promise<void> {
@@ -17,13 +20,17 @@ async function main(): Promise<void> {
   const seeds = integer('seeds', args.seeds ?? '1');
   const minutes = Number(args.minutes ?? (profile === 'long' ? '30' : '0'));
   const seconds = args.seconds === undefined ? undefined : integer('seconds', args.seconds);
+  const packagePath = args.broken === undefined ? undefined : brokenBuild(args.broken as Breakage);
+  // One server for every seed (MONGODB_URI, else a test server started once).
+  const server = await startTestMongoServer(() => undefined);
   const started = Date.now();
   const reports: TortureReport[] = [];
   for (let seed = firstSeed; ; seed += 1) {
     const enoughSeeds = reports.length >= seeds;
     const enoughTime = Date.now() - started >= minutes * 60_000;
     if (enoughSeeds && enoughTime) break;
-    const report = await runTorture({ seed, seconds, profile, log: args.verbose ? console.log : undefined });
+    const log = args.verbose ? console.log : undefined;
+    const report = await runTorture({ seed, seconds, profile, packagePath, log, uri: server.uri });
     reports.push(report);
     const { summary } = report;
     console.log(
@@ -33,6 +40,7 @@ async function main(): Promise<void> {
     );
     for (const violation of report.violations) console.log(formatViolation(violation, seed));
   }
+  await server.stop();
   const failed = reports.filter((report) => report.violations.length > 0);
   console.log(
     `${reports.length} seed(s) in ${Math.round((Date.now() - started) / 1000)} s; ${failed.length} with violations` +

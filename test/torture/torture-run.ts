@@ -139,7 +139,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         index < profile.proxied
           ? await FaultProxy.start(uri, {
               label: `proxy${index}`,
-              onFault: (fault) => history.record({ type: 'fault', ...fault, t: fault.at }),
+              onFault: ({ at, ...fault }) => history.record({ type: 'fault', ...fault, t: at }),
             })
           : undefined;
       slots.push({ index, proxy, generation: 0 });
