@@ -17,6 +17,11 @@ export interface TortureProfile {
   seconds: number;
   /** Longest wait for every job to reach a final state once faults stop (the "bounded quiesce"). */
   quiesceMs: number;
+  /**
+   * The quiesce also ends when no job reached a final state for this long: more than a lease, a heartbeat, the
+   * longest backoff, the longest handler and the longest enqueue delay together, so a job that can still finish has.
+   */
+  quiesceStallMs: number;
   /** Mean pause between two driver operations, and how many may be in flight at once. */
   opIntervalMs: number;
   maxInFlight: number;
@@ -73,8 +78,9 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     workers: 3,
     proxied: 2,
     seconds: 12,
-    quiesceMs: 15_000,
-    opIntervalMs: 60,
+    quiesceMs: 30_000,
+    quiesceStallMs: 7_000,
+    opIntervalMs: 100,
     maxInFlight: 4,
     processFaultEveryMs: 4_000,
     proxyFaultEveryMs: 3_000,
@@ -86,7 +92,8 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     workers: 4,
     proxied: 3,
     seconds: 60,
-    quiesceMs: 30_000,
+    quiesceMs: 60_000,
+    quiesceStallMs: 7_000,
     opIntervalMs: 50,
     maxInFlight: 6,
     processFaultEveryMs: 5_000,

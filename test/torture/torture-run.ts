@@ -10,7 +10,7 @@ import { type CommandFault, type FaultDecider, FaultProxy } from '../support/fau
 import { startTestMongoServer } from '../support/mongo-server';
 import { serverErrorCodes } from '../support/server-error-codes';
 import { checkRun, type RunSummary, type Violation } from './checker';
-import { HistoryWriter, readHistory } from './history';
+import { type HistoryLine, HistoryWriter, readHistory } from './history';
 import { createPrng, type Prng } from './prng';
 import { GROUPS, ORPHAN_NAME, PROFILES, type TortureProfile, WORKLOAD_NAMES } from './profiles';
 import { type RowSnapshot, RowWatcher } from './row-watcher';
@@ -41,6 +41,8 @@ export interface TortureReport {
   runDir: string;
   summary: RunSummary;
   violations: Violation[];
+  /** Every history line of the run, in time order. */
+  history: HistoryLine[];
 }
 
 /** One slot of the fleet: a worker process that may be killed and started again, behind a proxy or not. */
@@ -49,6 +51,8 @@ interface WorkerSlot {
   proxy?: FaultProxy;
   process?: ChaosWorker;
   generation: number;
+  /** Being stopped or started: no other process fault may pick it meanwhile (it would start a second process). */
+  busy: boolean;
 }
 
 /**
@@ -74,6 +78,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   let driver: ChaosWorker | undefined;
   const watcher = new RowWatcher(jobs, history);
   const stopping = new Set<ChaosWorker>();
+  const spawned = new Set<ChaosWorker>();
 
   const spawnProcess = (id: string, role: 'worker' | 'driver', jobsUri: string): ChaosWorker => {
     const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', PROCESS_SCRIPT], {
@@ -105,6 +110,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     });
     history.record({ type: 'spawn', process: id, role });
     const worker = new ChaosWorker(id, child, (line) => log(line));
+    spawned.add(worker);
     void worker.exited.then(({ code, signal }) =>
       history.record({
         type: 'exit',
@@ -142,7 +148,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
               onFault: ({ at, ...fault }) => history.record({ type: 'fault', ...fault, t: at }),
             })
           : undefined;
-      slots.push({ index, proxy, generation: 0 });
+      slots.push({ index, proxy, generation: 0, busy: false });
     }
     // The first process creates the indexes alone: concurrent bootstraps would only race for them.
     await startSlot(slots[0]);
@@ -170,7 +176,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     await Promise.race([driver.exited, sleep(STOP_TIMEOUT_MS)]);
     driver.kill('SIGKILL');
     for (const slot of slots) if (!slot.process?.alive) await startSlot(slot);
-    const settled = await quiesce(jobs, profile.quiesceMs);
+    const settled = await quiesce(jobs, profile.quiesceStallMs, profile.quiesceMs);
     history.record({ type: 'phase', phase: 'final', settled });
     const finalRows = await jobs.find({}).toArray();
     await watcher.stop();
@@ -193,12 +199,11 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       orphanNames: [ORPHAN_NAME],
       names: WORKLOAD_NAMES,
     });
-    return { seed: options.seed, profile: profile.name, runDir, summary, violations };
+    return { seed: options.seed, profile: profile.name, runDir, summary, violations, history: lines };
   } finally {
     await watcher.stop();
-    for (const slot of slots) slot.process?.kill('SIGKILL');
-    driver?.kill('SIGKILL');
-    await Promise.all([...slots.map((slot) => slot.process?.exited), driver?.exited]);
+    for (const worker of spawned) worker.kill('SIGKILL');
+    await Promise.all([...spawned].map((worker) => worker.exited));
     await Promise.all(slots.map((slot) => slot.proxy?.close()));
     await direct
       .db(dbName)
@@ -248,7 +253,8 @@ async function processFaults(
     if (Date.now() >= until) break;
     const slot = random.pick(slots);
     const worker = slot.process;
-    if (!worker?.alive) continue;
+    if (slot.busy || !worker?.isReady || !worker.alive) continue;
+    slot.busy = true;
     const signal = random.chance(0.5) ? 'SIGKILL' : 'SIGTERM';
     const downMs = random.int(100, 1_500);
     history.record({ type: 'kill', process: worker.id, signal });
@@ -260,6 +266,7 @@ async function processFaults(
         await worker.exited;
         await sleep(downMs);
         await startSlot(slot);
+        slot.busy = false;
       })(),
     );
   }
@@ -280,16 +287,21 @@ async function proxyFaults(random: Prng, profile: TortureProfile, slots: WorkerS
 }
 
 /**
- * Waits until no row is due or running (pending rows of names nobody handles and pending rows not yet due are left
- * to the checker), at most `boundMs`. True when the rows settled within the bound.
+ * Waits until no row is pending or running (except pending rows of names nobody handles). A backlog left by the
+ * faulty phase may take a while to drain, so the wait goes on while rows keep finishing; it ends (unsettled) when no
+ * row finished for `stallMs`, or at `boundMs` in all. True when every row settled.
  */
-async function quiesce(jobs: Collection<Document>, boundMs: number): Promise<boolean> {
+async function quiesce(jobs: Collection<Document>, stallMs: number, boundMs: number): Promise<boolean> {
   const deadline = Date.now() + boundMs;
-  while (Date.now() < deadline) {
-    const open = await jobs.countDocuments({
+  let open = Number.POSITIVE_INFINITY;
+  let progressAt = Date.now();
+  while (Date.now() < deadline && Date.now() - progressAt < stallMs) {
+    const now = await jobs.countDocuments({
       $or: [{ status: 'running' }, { status: 'pending', name: { $ne: ORPHAN_NAME } }],
     });
-    if (open === 0) return true;
+    if (now === 0) return true;
+    if (now < open) progressAt = Date.now();
+    open = now;
     await sleep(200);
   }
   return false;
