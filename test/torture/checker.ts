@@ -52,9 +52,15 @@ export interface HandlerCall {
   ignoredSignal: boolean;
   /** The last lease deadline the handler saw. */
   deadline: number;
+  /** Every lease deadline it saw, with when it saw it. */
+  deadlines: { t: number; deadline: number }[];
+  /** When its lease loss (or, for a call that ignores its signal, the abort it ignored) was recorded. */
+  lossRecordedAt?: number;
+  /** When it settled, or its process exited; infinity if neither happened. */
+  settledAt: number;
   /** When its process exited, if it did before the call settled (killed). */
   exitedAt?: number;
-  /** Until when the call counts as live (see `liveUntil`). */
+  /** Until when the call counts as live for the fleet limits: settled, or its lost lease's deadline. */
   liveUntil: number;
   lines: HistoryLine[];
 }
@@ -62,9 +68,11 @@ export interface HandlerCall {
 /**
  * Judges one run: the invariants of issue 24 over the history and the final rows.
  *
- * A handler call is live from its start until it settles; if its lease was lost (or it ignored its aborted signal, so
- * the library stopped renewing it after the settle window), only until the last lease deadline it saw plus the
- * profile's timer tolerance; a call whose process died is live until the process exited.
+ * A handler call is live from its start until it settles (or its process exits); if its lease was lost (or it ignored
+ * its aborted signal, so the library stopped renewing it after the settle window), only until the last lease deadline
+ * it saw: the row and its slots are taken until then, and another owner may start at that deadline. The loss must be
+ * on record by then, give or take the profile's timer tolerance (`timerToleranceMs`: how late a lease timer may fire
+ * on a loaded machine); see invariant 1.
  */
 export function checkRun(
   lines: HistoryLine[],
@@ -72,10 +80,10 @@ export function checkRun(
   context: CheckContext,
 ): { summary: RunSummary; violations: Violation[] } {
   const tolerance = context.profile.timerToleranceMs;
-  const calls = handlerCalls(lines, tolerance);
+  const calls = handlerCalls(lines);
   const byJob = groupBy([...calls.values()], (call) => call.job);
   const violations: Violation[] = [
-    ...overlappingCalls(byJob),
+    ...overlappingCalls(byJob, lines, tolerance),
     ...limitBreaches([...calls.values()], lines, context),
     ...unsettledJobs(lines, finalRows, context),
     ...unexplainedCompletions(byJob, lines, finalRows),
@@ -110,7 +118,7 @@ function withNearbyFaults(violation: Violation, lines: HistoryLine[]): Violation
   return { ...violation, evidence };
 }
 
-function handlerCalls(lines: HistoryLine[], tolerance: number): Map<string, HandlerCall> {
+function handlerCalls(lines: HistoryLine[]): Map<string, HandlerCall> {
   const calls = new Map<string, HandlerCall>();
   const exits = new Map<string, number>();
   for (const line of lines) {
@@ -130,6 +138,8 @@ function handlerCalls(lines: HistoryLine[], tolerance: number): Map<string, Hand
         leaseLost: false,
         ignoredSignal: false,
         deadline: line.deadline as number,
+        deadlines: [{ t: line.t, deadline: line.deadline as number }],
+        settledAt: Number.POSITIVE_INFINITY,
         liveUntil: Number.POSITIVE_INFINITY,
         lines: [line],
       });
@@ -138,53 +148,95 @@ function handlerCalls(lines: HistoryLine[], tolerance: number): Map<string, Hand
     const call = calls.get(id);
     if (!call) continue;
     call.lines.push(line);
-    if (typeof line.deadline === 'number') call.deadline = Math.max(call.deadline, line.deadline);
+    if (typeof line.deadline === 'number') {
+      call.deadline = Math.max(call.deadline, line.deadline);
+      call.deadlines.push({ t: line.t, deadline: line.deadline });
+    }
     if (line.type === 'call-abort') {
       call.abortReason = line.reason as string;
       if (line.reason === 'LeaseLostError') call.leaseLost = true;
       if ((call.lines[0].ignore as boolean) === true) call.ignoredSignal = true;
+      if (call.leaseLost || call.ignoredSignal) call.lossRecordedAt = line.t;
     }
     if (line.type === 'call-end') {
       call.end = line.t;
       call.how = line.how as HandlerCall['how'];
       call.leaseLost ||= line.leaseLost === true;
       call.ignoredSignal ||= line.ignoredSignal === true;
+      if (call.leaseLost || call.ignoredSignal) call.lossRecordedAt ??= line.t;
     }
   }
   for (const call of calls.values()) {
     const exit = exits.get(call.process);
     if (call.end === undefined && exit !== undefined && exit >= call.start) call.exitedAt = exit;
-    const settled = call.end ?? call.exitedAt ?? Number.POSITIVE_INFINITY;
-    call.liveUntil = call.leaseLost || call.ignoredSignal ? Math.min(settled, call.deadline + tolerance) : settled;
+    call.settledAt = call.end ?? call.exitedAt ?? Number.POSITIVE_INFINITY;
+    // The row (and its slots) stay taken until that lease's deadline: a later owner may start then, not earlier.
+    call.liveUntil = call.leaseLost || call.ignoredSignal ? Math.min(call.settledAt, call.deadline) : call.settledAt;
   }
   return calls;
 }
 
-/** Invariant 1: two live calls of one job never overlap (a lost lease or an ignored signal shortens the first). */
-function overlappingCalls(byJob: Map<string, HandlerCall[]>): Violation[] {
+/**
+ * Invariant 1: two calls of one job overlap only in the documented case: the earlier one's lease was lost (or it
+ * ignored its aborted signal, so the library stopped renewing it), the later one started no earlier than the last
+ * lease deadline the earlier one saw, and that loss was on record by then, give or take the timer tolerance (the
+ * old owner's lease timer may fire that late).
+ */
+function overlappingCalls(byJob: Map<string, HandlerCall[]>, lines: HistoryLine[], tolerance: number): Violation[] {
   const violations: Violation[] = [];
   for (const [job, calls] of byJob) {
     const ordered = [...calls].sort((a, b) => a.start - b.start);
     for (let i = 0; i < ordered.length; i += 1) {
       for (let j = i + 1; j < ordered.length; j += 1) {
         const [first, second] = [ordered[i], ordered[j]];
-        if (second.start >= first.liveUntil) continue;
+        if (second.start >= first.settledAt) continue;
+        const deadline = deadlineAt(first, second.start);
+        const documented =
+          first.lossRecordedAt !== undefined &&
+          first.lossRecordedAt <= second.start + tolerance &&
+          second.start >= deadline;
+        if (documented) continue;
         violations.push({
           invariant: 1,
           job,
           title: 'two live handler calls of one job overlap',
           detail:
             `${second.call} (lock ${second.lock}, attempt ${second.attempt}) started ${second.start - first.start} ms ` +
-            `after ${first.call} (lock ${first.lock}, attempt ${first.attempt}), which was live until ` +
-            `${describeEnd(first)}; lease lost: ${first.leaseLost}, signal ignored: ${first.ignoredSignal}` +
+            `after ${first.call} (lock ${first.lock}, attempt ${first.attempt}), whose lease ran until ` +
+            `${deadline - second.start} ms after that start and which was live until ${describeEnd(first)}; ` +
+            `lease lost: ${first.leaseLost}, signal ignored: ${first.ignoredSignal}` +
             (first.abortReason ? `, aborted by ${first.abortReason}` : ''),
-          evidence: [...first.lines, ...second.lines.slice(0, 1)],
+          evidence: [
+            ...first.lines,
+            ...second.lines.slice(0, 1),
+            ...jobContext(new Set([job]), lines, first.start - 2_000, second.start),
+          ].sort((a, b) => a.t - b.t),
         });
         break;
       }
     }
   }
   return violations;
+}
+
+/** The latest lease deadline `call` had seen by `t`. */
+function deadlineAt(call: HandlerCall, t: number): number {
+  return Math.max(
+    ...call.deadlines.filter((seen) => seen.t <= t).map((seen) => seen.deadline),
+    call.deadlines[0].deadline,
+  );
+}
+
+/** What other processes did to these jobs: cancels, retries and runNows asked, cancelled events, rows deleted. */
+function jobContext(jobs: Set<string>, lines: HistoryLine[], from: number, to: number): HistoryLine[] {
+  return lines.filter(
+    (line) =>
+      line.t >= from &&
+      line.t <= to &&
+      ((line.type === 'op' && jobs.has((line.args as { id?: string } | undefined)?.id as string)) ||
+        (line.type === 'row-gone' && jobs.has(line.job as string)) ||
+        (line.type === 'event' && line.event === 'cancelled' && jobs.has(line.job as string))),
+  );
 }
 
 function describeEnd(call: HandlerCall): string {
@@ -199,11 +251,15 @@ function limitBreaches(calls: HandlerCall[], lines: HistoryLine[], context: Chec
   for (const { name, options } of context.names) {
     const ofName = calls.filter((call) => call.name === name);
     const global = options.globalConcurrency as number | undefined;
-    if (global !== undefined) violations.push(...overLimit(ofName, global, `globalConcurrency ${global} of ${name}`));
+    if (global !== undefined) {
+      violations.push(...overLimit(ofName, global, `globalConcurrency ${global} of ${name}`, lines));
+    }
     const perGroup = options.groupConcurrency as number | undefined;
     if (perGroup !== undefined) {
       for (const [group, inGroup] of groupBy(ofName, (call) => String(call.group))) {
-        violations.push(...overLimit(inGroup, perGroup, `groupConcurrency ${perGroup} of ${name}, group ${group}`));
+        violations.push(
+          ...overLimit(inGroup, perGroup, `groupConcurrency ${perGroup} of ${name}, group ${group}`, lines),
+        );
       }
     }
     const rate = options.rateLimit as { max: number; perMs: number } | undefined;
@@ -224,23 +280,24 @@ function limitBreaches(calls: HandlerCall[], lines: HistoryLine[], context: Chec
       }
     }
   }
-  void lines;
   return violations;
 }
 
-function overLimit(calls: HandlerCall[], limit: number, what: string): Violation[] {
+function overLimit(calls: HandlerCall[], limit: number, what: string, lines: HistoryLine[]): Violation[] {
   const edges = calls.flatMap((call) => [
     { t: call.start, delta: 1, call },
     { t: call.liveUntil, delta: -1, call },
   ]);
-  // At the same instant an end frees the slot before a start takes it.
+  // At the same instant an end frees the slot before a start takes it; a call that ends as it starts never counts.
   edges.sort((a, b) => a.t - b.t || a.delta - b.delta);
   const live = new Set<HandlerCall>();
+  const ended = new Set<HandlerCall>();
   for (const edge of edges) {
     if (edge.delta < 0) {
-      live.delete(edge.call);
+      if (!live.delete(edge.call)) ended.add(edge.call);
       continue;
     }
+    if (ended.has(edge.call)) continue;
     live.add(edge.call);
     if (live.size > limit) {
       return [
@@ -248,7 +305,17 @@ function overLimit(calls: HandlerCall[], limit: number, what: string): Violation
           invariant: 2,
           title: `${what} exceeded`,
           detail: `${live.size} live calls at once: ${[...live].map((call) => `${call.call} (job ${call.job}, live until ${describeEnd(call)})`).join('; ')}`,
-          evidence: [...live].flatMap((call) => call.lines.slice(0, 3)),
+          evidence: [
+            ...[...live].flatMap((call) =>
+              call.lines.filter((line) => line.type !== 'call-note' && line.type !== 'call-lease'),
+            ),
+            ...jobContext(
+              new Set([...live].map((call) => call.job)),
+              lines,
+              Math.min(...[...live].map((call) => call.start)) - 2_000,
+              edge.t,
+            ),
+          ].sort((a, b) => a.t - b.t),
         },
       ];
     }

@@ -2,10 +2,11 @@ import { startTestMongoServer } from '../support/mongo-server';
 import { type Breakage, brokenBuild } from './broken-build';
 import { formatViolation } from './checker';
 import { PROFILES, type TortureProfile } from './profiles';
-import { runTorture, type TortureReport } from './torture-run';
+import { recheck, runTorture, type TortureReport } from './torture-run';
 
 /**
  * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M] [--broken B]`
+ * `npm run torture -- --recheck <run dir> [--profile P]` judges a finished run again (history and final rows kept).
  *
  * Runs the generative fault checker for seed S (then S+1, … while fewer than K seeds ran, or until M minutes
  * passed, whichever asks for more), against dist/ or a deliberately broken copy of it (`--broken claim-ignores-owner`
@@ -16,6 +17,14 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const profile = (args.profile ?? 'quick') as TortureProfile['name'];
   if (!(profile in PROFILES)) throw new Error(`--profile must be quick or long, got ${args.profile}`);
+  if (args.recheck !== undefined) {
+    const seed = Number(/torture-(\d+)-/.exec(args.recheck)?.[1] ?? args.seed ?? 0);
+    const report = recheck(args.recheck, seed, profile);
+    for (const violation of report.violations) console.log(formatViolation(violation, seed));
+    console.log(`seed ${seed}: ${report.violations.length} violation(s) on recheck of ${args.recheck}`);
+    process.exitCode = report.violations.length > 0 ? 1 : 0;
+    return;
+  }
   const firstSeed = integer('seed', args.seed ?? String(Date.now() % 100_000));
   const seeds = integer('seeds', args.seeds ?? '1');
   const minutes = Number(args.minutes ?? (profile === 'long' ? '30' : '0'));

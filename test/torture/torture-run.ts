@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Collection, type Document, MongoClient } from 'mongodb';
@@ -179,6 +179,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     const settled = await quiesce(jobs, profile.quiesceStallMs, profile.quiesceMs);
     history.record({ type: 'phase', phase: 'final', settled });
     const finalRows = await jobs.find({}).toArray();
+    // Kept with the history, so that the checker can judge the run again (`npm run torture -- --recheck <dir>`).
+    writeFileSync(join(runDir, 'final-rows.json'), JSON.stringify(finalRows));
     await watcher.stop();
     history.record({ type: 'phase', phase: 'close' });
     await Promise.all(
@@ -213,6 +215,23 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     history.close();
     await server?.stop();
   }
+}
+
+/** Judges a finished run again from its directory (history and final rows), e.g. after a change to the checker. */
+export function recheck(runDir: string, seed: number, profileName: TortureProfile['name']): TortureReport {
+  const lines = readHistory(runDir);
+  const rows = JSON.parse(readFileSync(join(runDir, 'final-rows.json'), 'utf8')) as Record<string, unknown>[];
+  for (const row of rows) {
+    for (const field of ['lockedUntil', 'runAt', 'finishedAt'])
+      if (row[field]) row[field] = new Date(row[field] as string);
+  }
+  const { summary, violations } = checkRun(lines, rows as unknown as RowSnapshot[], {
+    profile: PROFILES[profileName],
+    seed,
+    orphanNames: [ORPHAN_NAME],
+    names: WORKLOAD_NAMES,
+  });
+  return { seed, profile: profileName, runDir, summary, violations, history: lines };
 }
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
