@@ -10,19 +10,28 @@ interface Patch {
   to: string;
 }
 
-const PATCHES: Record<Breakage, Patch> = {
+const PATCHES: Record<Breakage, Patch[]> = {
   // The reclaim takes any running row, not only those whose lease ran out: a live owner's job is taken from it.
-  'claim-ignores-owner': {
-    file: 'persistence/claim-queries.js',
-    from: "return { status: 'running', lockedUntil: { $lte: now } };",
-    to: "return { status: 'running' };",
-  },
-  // purge() also deletes running rows of the names it purges.
-  'purge-deletes-running': {
-    file: 'persistence/jobs.repository.js',
-    from: 'status: filter.status,',
-    to: "status: { $in: [filter.status, 'running'] },",
-  },
+  'claim-ignores-owner': [
+    {
+      file: 'persistence/claim-queries.js',
+      from: "return { status: 'running', lockedUntil: { $lte: now } };",
+      to: "return { status: 'running' };",
+    },
+  ],
+  // purge() also deletes the running rows of the names it purges, whatever its finishedBefore says.
+  'purge-deletes-running': [
+    {
+      file: 'persistence/jobs.repository.js',
+      from: 'status: filter.status,',
+      to: "status: { $in: [filter.status, 'running'] },",
+    },
+    {
+      file: 'persistence/jobs.repository.js',
+      from: '...(filter.finishedBefore !== undefined && { finishedAt: { $lt: filter.finishedBefore } }),',
+      to: '',
+    },
+  ],
 };
 
 /**
@@ -31,15 +40,16 @@ const PATCHES: Record<Breakage, Patch> = {
  * Returns the path to load instead of dist/. Throws when the text to patch is no longer there (the build changed).
  */
 export function brokenBuild(breakage: Breakage): string {
-  const patch = PATCHES[breakage];
   const target = resolve('.cache', 'torture-broken', breakage);
   mkdirSync(target, { recursive: true });
   cpSync(resolve('dist'), join(target, 'dist'), { recursive: true });
-  const file = join(target, 'dist', patch.file);
-  const source = readFileSync(file, 'utf8');
-  if (source.split(patch.from).length !== 2) {
-    throw new Error(`brokenBuild(${breakage}): expected exactly one "${patch.from}" in dist/${patch.file}`);
+  for (const patch of PATCHES[breakage]) {
+    const file = join(target, 'dist', patch.file);
+    const source = readFileSync(file, 'utf8');
+    if (source.split(patch.from).length !== 2) {
+      throw new Error(`brokenBuild(${breakage}): expected exactly one "${patch.from}" in dist/${patch.file}`);
+    }
+    writeFileSync(file, source.replace(patch.from, patch.to));
   }
-  writeFileSync(file, source.replace(patch.from, patch.to));
   return join(target, 'dist');
 }

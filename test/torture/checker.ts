@@ -472,7 +472,7 @@ function unbackedAttempts(
         invariant: 5,
         job,
         title: 'an attempt was charged for a claim that ran no handler',
-        detail: `lock ${lock} held the row running (attempt count ${held.attemptCount}) with no handler call under it and its worker was not killed; next the row was ${next.status}${next.lock ? ` under ${next.lock}` : ''} with attempt count ${next.attemptCount}`,
+        detail: `${claimTrouble(lock, held.t, lines)}; lock ${lock} held the row running (attempt count ${held.attemptCount}) with no handler call under it and its worker was not killed; next the row was ${next.status}${next.lock ? ` under ${next.lock}` : ''} with attempt count ${next.attemptCount}`,
         evidence: lines.filter((line) => line.job === job).slice(0, 12),
       });
     }
@@ -492,6 +492,31 @@ function unbackedAttempts(
     });
   }
   return violations;
+}
+
+/**
+ * What happened to the claiming process around a claim that ran no handler, for telling root causes apart: the
+ * faults its proxy injected into claims shortly before the row was seen taken, and whether it was being stopped.
+ */
+function claimTrouble(lock: string, seenAt: number, lines: HistoryLine[]): string {
+  const process = lock.slice(0, lock.lastIndexOf('#'));
+  const proxy = `proxy${process.split('.')[0].slice(1)}`;
+  const recent = lines.filter((line) => line.t >= seenAt - 3_000 && line.t <= seenAt + 200);
+  const claimFaults = recent.filter((line) => line.type === 'fault' && line.proxy === proxy && line.kind === 'claim');
+  const proxyWide = recent.filter(
+    (line) => line.type === 'fault' && line.proxy === proxy && (line.fault === 'cut' || line.fault === 'blackhole'),
+  );
+  const stopped = lines.some(
+    (line) => line.type === 'kill' && line.process === process && line.t >= seenAt - 3_000 && line.t <= seenAt + 3_000,
+  );
+  const causes = [
+    ...new Set([
+      ...claimFaults.map((line) => `claim ${line.fault}${line.code ? ` ${line.code}` : ''}`),
+      ...proxyWide.map((line) => String(line.fault)),
+      ...(stopped ? ['its worker was stopped gracefully'] : []),
+    ]),
+  ];
+  return `around the claim: ${causes.join(', ') || 'no fault on its proxy'}`;
 }
 
 /** Invariant 6: no process crashed or exited unexpectedly, and every `close()` returned within its bound. */

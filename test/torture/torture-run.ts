@@ -173,7 +173,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     for (const slot of slots) slot.proxy?.setDecider(undefined);
     driver.child.send({ type: 'stop' });
     stopping.add(driver);
-    await Promise.race([driver.exited, sleep(STOP_TIMEOUT_MS)]);
+    await exitedWithin(driver, STOP_TIMEOUT_MS);
     driver.kill('SIGKILL');
     for (const slot of slots) if (!slot.process?.alive) await startSlot(slot);
     const settled = await quiesce(jobs, profile.quiesceStallMs, profile.quiesceMs);
@@ -189,7 +189,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         if (!worker?.alive) return;
         stopping.add(worker);
         worker.child.kill('SIGTERM');
-        await Promise.race([worker.exited, sleep(STOP_TIMEOUT_MS)]);
+        await exitedWithin(worker, STOP_TIMEOUT_MS);
         worker.kill('SIGKILL');
       }),
     );
@@ -236,6 +236,13 @@ export function recheck(runDir: string, seed: number, profileName: TortureProfil
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
 
+/** Waits for `worker` to exit, at most `ms` (the timer is cleared, so nothing outlives the run). */
+async function exitedWithin(worker: ChaosWorker, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([worker.exited, new Promise((done) => (timer = setTimeout(done, ms)))]);
+  clearTimeout(timer);
+}
+
 /** A pause drawn around `mean` (0.5× to 1.5×). */
 const around = (random: Prng, mean: number) => random.int(Math.floor(mean / 2), Math.floor((mean * 3) / 2));
 
@@ -280,7 +287,7 @@ async function processFaults(
     worker.kill(signal);
     restarts.push(
       (async () => {
-        await Promise.race([worker.exited, sleep(STOP_TIMEOUT_MS)]);
+        await exitedWithin(worker, STOP_TIMEOUT_MS);
         worker.kill('SIGKILL');
         await worker.exited;
         await sleep(downMs);
