@@ -366,13 +366,13 @@ function unsettledJobs(lines: HistoryLine[], finalRows: RowSnapshot[], context: 
     if (gone.lastStatus !== 'pending' && gone.lastStatus !== 'running') continue;
     const job = gone.job as string;
     const lastSeen = gone.lastSeen as number;
-    // A row may go final and be deleted between two snapshots: a settle, an outcome event or a cancel in between.
+    // A row may go final and be deleted between two snapshots: a settle or an outcome event in between, or a cancel
+    // or retry asked shortly before (its write may land after the snapshot that still saw the row open).
     const finishing = lines.some(
       (line) =>
-        line.t >= lastSeen - 5 &&
         line.t <= gone.t &&
-        ((line.job === job && (line.type === 'call-end' || line.type === 'event')) ||
-          (line.type === 'op' && (line.args as { id?: string } | undefined)?.id === job)),
+        ((line.t >= lastSeen - 5 && line.job === job && (line.type === 'call-end' || line.type === 'event')) ||
+          (line.t >= lastSeen - 3_000 && line.type === 'op' && (line.args as { id?: string } | undefined)?.id === job)),
     );
     if (finishing) continue;
     violations.push({

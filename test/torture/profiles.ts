@@ -18,8 +18,8 @@ export interface TortureProfile {
   /** Longest wait for every job to reach a final state once faults stop (the "bounded quiesce"). */
   quiesceMs: number;
   /**
-   * The quiesce also ends when no job reached a final state for this long: more than a lease, a heartbeat, the
-   * longest backoff, the longest handler and the longest enqueue delay together, so a job that can still finish has.
+   * The quiesce also ends when no open row moved (status, owner, attempt count) for this long: more than a lease, a
+   * heartbeat, the longest backoff, the longest handler and the longest enqueue delay together.
    */
   quiesceStallMs: number;
   /** Mean pause between two driver operations, and how many may be in flight at once. */
@@ -92,7 +92,7 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     workers: 4,
     proxied: 3,
     seconds: 60,
-    quiesceMs: 60_000,
+    quiesceMs: 90_000,
     quiesceStallMs: 7_000,
     opIntervalMs: 50,
     maxInFlight: 6,

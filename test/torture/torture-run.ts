@@ -314,20 +314,25 @@ async function proxyFaults(random: Prng, profile: TortureProfile, slots: WorkerS
 
 /**
  * Waits until no row is pending or running (except pending rows of names nobody handles). A backlog left by the
- * faulty phase may take a while to drain, so the wait goes on while rows keep finishing; it ends (unsettled) when no
- * row finished for `stallMs`, or at `boundMs` in all. True when every row settled.
+ * faulty phase may take a while to drain (one group's jobs run one at a time, and a failing one retries), so the
+ * wait goes on while the open rows keep moving (a status, an owner or an attempt count changed); it ends, unsettled,
+ * when nothing moved for `stallMs`, or at `boundMs` in all. True when every row settled.
  */
 async function quiesce(jobs: Collection<Document>, stallMs: number, boundMs: number): Promise<boolean> {
   const deadline = Date.now() + boundMs;
-  let open = Number.POSITIVE_INFINITY;
-  let progressAt = Date.now();
-  while (Date.now() < deadline && Date.now() - progressAt < stallMs) {
-    const now = await jobs.countDocuments({
-      $or: [{ status: 'running' }, { status: 'pending', name: { $ne: ORPHAN_NAME } }],
-    });
-    if (now === 0) return true;
-    if (now < open) progressAt = Date.now();
-    open = now;
+  let before = '';
+  let movedAt = Date.now();
+  while (Date.now() < deadline && Date.now() - movedAt < stallMs) {
+    const open = await jobs
+      .find(
+        { $or: [{ status: 'running' }, { status: 'pending', name: { $ne: ORPHAN_NAME } }] },
+        { projection: { status: 1, lockedBy: 1, attemptCount: 1 }, sort: { _id: 1 } },
+      )
+      .toArray();
+    if (open.length === 0) return true;
+    const now = JSON.stringify(open);
+    if (now !== before) movedAt = Date.now();
+    before = now;
     await sleep(200);
   }
   return false;
