@@ -5,7 +5,7 @@ import { PROFILES, type TortureProfile } from './profiles';
 import { recheck, runTorture, type TortureReport } from './torture-run';
 
 /**
- * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M] [--broken B]`
+ * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M] [--broken B] [--repeat R]`
  * `npm run torture -- --recheck <run dir> [--profile P]` judges a finished run again (history and final rows kept).
  *
  * Runs the generative fault checker for seed S (then S+1, … while fewer than K seeds ran, or until M minutes
@@ -34,8 +34,11 @@ async function main(): Promise<void> {
   const server = await startTestMongoServer(() => undefined);
   const started = Date.now();
   const reports: TortureReport[] = [];
-  for (let seed = firstSeed; ; seed += 1) {
-    const enoughSeeds = reports.length >= seeds;
+  // --repeat N runs each seed N times (does a seed reproduce its violation?).
+  const repeat = integer('repeat', args.repeat ?? '1');
+  for (let run = 0; ; run += 1) {
+    const seed = firstSeed + Math.floor(run / repeat);
+    const enoughSeeds = reports.length >= seeds * repeat;
     const enoughTime = Date.now() - started >= minutes * 60_000;
     if (enoughSeeds && enoughTime) break;
     const log = args.verbose ? console.log : undefined;

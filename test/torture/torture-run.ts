@@ -117,7 +117,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         process: id,
         code,
         signal,
-        expected: worker.killedWith !== undefined || stopping.has(worker),
+        // A bootstrap that failed under faults (recorded as `startup-failed`) is retried by startSlot, not a crash.
+        expected: worker.killedWith !== undefined || stopping.has(worker) || !worker.isReady,
       }),
     );
     return worker;
