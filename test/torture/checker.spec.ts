@@ -9,6 +9,7 @@ describe('generative fault checker: the invariants on hand-written histories', (
   const names: WorkloadName[] = [
     { name: 'plain', options: {} },
     { name: 'one', options: { globalConcurrency: 1 } },
+    { name: 'rate', options: { rateLimit: { max: 1, perMs: 1_000 } } },
   ];
   const context = { profile: PROFILES.quick, seed: 1, orphanNames: ['orphan'], names };
   const check = (lines: Partial<HistoryLine>[], rows: Partial<RowSnapshot>[] = []) =>
@@ -70,6 +71,19 @@ describe('generative fault checker: the invariants on hand-written histories', (
       '2: globalConcurrency 1 of one exceeded',
     ]);
     expect(check([...one('w0.1/1', 'a', 0, 0), ...one('w1.1/1', 'b', 0, 300)])).toEqual([]);
+  });
+
+  it('invariant 2: rateLimit is judged at the claims (first deadline minus the lease), not at late handler starts', () => {
+    const lease = PROFILES.quick.jobs.leaseMs as number;
+    const rated = (id: string, claimedAt: number, start: number) => [
+      { ...call(id, id, start, claimedAt + lease), name: 'rate' },
+      end(id, id, start + 10),
+    ];
+    // The first claim's answer was delayed by a second: the handler starts trail it, the claims are 1.1 s apart.
+    expect(check([...rated('w0.1/1', 0, 1_000), ...rated('w1.1/1', 1_100, 1_150)])).toEqual([]);
+    expect(check([...rated('w0.1/1', 0, 10), ...rated('w1.1/1', 400, 410)])).toEqual([
+      '2: rateLimit 1 per 1000 ms of rate exceeded',
+    ]);
   });
 
   it('invariant 3: a row deleted while running is caught, unless something finished it in between', () => {

@@ -264,16 +264,20 @@ function limitBreaches(calls: HandlerCall[], lines: HistoryLine[], context: Chec
     }
     const rate = options.rateLimit as { max: number; perMs: number } | undefined;
     if (rate !== undefined) {
-      // Call starts trail their claims by a few ms: the window checked is shortened by the timer tolerance.
+      // A call starts when its claim's answer arrives, which a delayed reply makes late: the claim's own instant is
+      // its first lease deadline minus the lease (the claim wrote now + leaseMs). The window is shortened by the timer
+      // tolerance for the few ms between a token and its claim.
+      const lease = (options.leaseMs as number | undefined) ?? (context.profile.jobs.leaseMs as number);
+      const claimedAt = (call: HandlerCall) => call.deadlines[0].deadline - lease;
       const window = rate.perMs - context.profile.timerToleranceMs;
-      const starts = [...ofName].sort((a, b) => a.start - b.start);
-      for (let i = 0; i + rate.max < starts.length; i += 1) {
-        if (starts[i + rate.max].start - starts[i].start >= window) continue;
-        const inWindow = starts.slice(i, i + rate.max + 1);
+      const claims = [...ofName].sort((a, b) => claimedAt(a) - claimedAt(b));
+      for (let i = 0; i + rate.max < claims.length; i += 1) {
+        if (claimedAt(claims[i + rate.max]) - claimedAt(claims[i]) >= window) continue;
+        const inWindow = claims.slice(i, i + rate.max + 1);
         violations.push({
           invariant: 2,
           title: `rateLimit ${rate.max} per ${rate.perMs} ms of ${name} exceeded`,
-          detail: `${inWindow.length} claims within ${inWindow[inWindow.length - 1].start - inWindow[0].start} ms`,
+          detail: `${inWindow.length} claims within ${claimedAt(inWindow[inWindow.length - 1]) - claimedAt(inWindow[0])} ms`,
           evidence: inWindow.map((call) => call.lines[0]),
         });
         break;
