@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { type Collection, type Db, MongoClient, MongoServerError } from 'mongodb';
 import { type CommandKind, classifyCommand } from '../support/command-kind';
-import { type CommandFault, FaultProxy } from '../support/fault-proxy';
+import { type CommandFault, type FaultedReply, FaultProxy } from '../support/fault-proxy';
 import { serverErrorCodes } from '../support/server-error-codes';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -53,6 +53,24 @@ describe('FaultProxy (fault checker tooling)', () => {
     expect(await db.collection('jobs').countDocuments({ name: 'lost' })).toBe(1);
     expect(proxy.faults).toEqual([
       expect.objectContaining({ kind: 'enqueue', command: 'insert', fault: 'lose-reply' }),
+    ]);
+  });
+
+  it('names the row a lost claim reply returned', async () => {
+    const replies: FaultedReply[] = [];
+    proxy = await FaultProxy.start(testMongoUri(), { onFaultedReply: (reply) => replies.push(reply) });
+    proxy.setDecider((command) => (command.kind === 'claim' ? { type: 'lose-reply' } : undefined));
+    client = await MongoClient.connect(proxy.uri, { retryWrites: false, retryReads: false });
+    const { insertedId } = await db.collection('jobs').insertOne({ name: 'claimed', status: 'pending' });
+    await expect(
+      client
+        .db(dbName)
+        .collection('jobs')
+        .findOneAndUpdate({ _id: insertedId }, { $set: { status: 'running', lockedBy: 'w#2' } }),
+    ).rejects.toThrow();
+    expect(await db.collection('jobs').findOne({ _id: insertedId })).toMatchObject({ status: 'running' });
+    expect(replies).toEqual([
+      expect.objectContaining({ kind: 'claim', fault: 'lose-reply', job: insertedId.toHexString(), delivered: false }),
     ]);
   });
 

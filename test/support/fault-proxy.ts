@@ -49,6 +49,26 @@ export interface InjectedFault {
   ms?: number;
 }
 
+/**
+ * What became of the reply to a command whose reply was faulted (delayed or lost), with the job it was about when the
+ * reply names one (`value._id` of a findAndModify: the row a claim took): what ties a fault to one job's history.
+ */
+export interface FaultedReply {
+  /** Epoch ms when the reply was delivered, or dropped. */
+  at: number;
+  proxy: string;
+  connection: number;
+  command: string;
+  kind: CommandKind;
+  fault: 'delay' | 'lose-reply';
+  /** The row the reply returned, as hex, when it returned one. */
+  job?: string;
+  /** False when the reply never reached the client (lost on purpose, or its connection was cut meanwhile). */
+  delivered: boolean;
+  /** How long the reply was held (delay only). */
+  ms?: number;
+}
+
 export interface FaultProxyOptions {
   /** Name in the recorded faults. @default 'proxy' */
   label?: string;
@@ -56,6 +76,14 @@ export interface FaultProxyOptions {
   collection?: string;
   /** Called synchronously for each injected fault (after it is added to `faults`). */
   onFault?: (fault: InjectedFault) => void;
+  /** Called when the reply of a delayed or lost command is delivered or dropped. */
+  onFaultedReply?: (reply: FaultedReply) => void;
+}
+
+/** A faulted command waiting for its reply. */
+interface AwaitedReply {
+  fault: CommandFault;
+  command: ProxiedCommand;
 }
 
 interface Link {
@@ -63,8 +91,9 @@ interface Link {
   client: Socket;
   upstream: Socket;
   /** Faults waiting for the reply to a request id. */
-  awaitingReply: Map<number, CommandFault>;
-  timers: Set<NodeJS.Timeout>;
+  awaitingReply: Map<number, AwaitedReply>;
+  /** Delayed replies not yet delivered, by their timer (reported as lost if the connection goes first). */
+  delayed: Map<NodeJS.Timeout, Omit<FaultedReply, 'at' | 'delivered'>>;
 }
 
 /**
@@ -156,7 +185,7 @@ export class FaultProxy {
   private accept(client: Socket): void {
     this.connections += 1;
     const upstream = tcpConnect(this.target.port, this.target.host);
-    const link: Link = { id: this.connections, client, upstream, awaitingReply: new Map(), timers: new Set() };
+    const link: Link = { id: this.connections, client, upstream, awaitingReply: new Map(), delayed: new Map() };
     this.links.add(link);
     for (const socket of [client, upstream]) {
       socket.setNoDelay(true);
@@ -196,28 +225,39 @@ export class FaultProxy {
       link.client.write(replyTo(message, errorReply(fault.code, fault.codeName)));
       return;
     }
-    link.awaitingReply.set(requestId(message), fault);
+    link.awaitingReply.set(requestId(message), { fault, command });
     link.upstream.write(message);
   }
 
   private fromServer(link: Link, message: Buffer): void {
-    const fault = link.awaitingReply.get(responseTo(message));
-    if (!fault) {
+    const awaited = link.awaitingReply.get(responseTo(message));
+    if (!awaited) {
       link.client.write(message);
       return;
     }
     link.awaitingReply.delete(responseTo(message));
+    const { fault, command } = awaited;
+    if (fault.type === 'error-reply') return;
+    const reply = {
+      proxy: this.label,
+      connection: link.id,
+      command: command.name,
+      kind: command.kind,
+      fault: fault.type,
+      job: replyJob(message),
+    };
     if (fault.type === 'lose-reply') {
+      this.options.onFaultedReply?.({ ...reply, at: Date.now(), delivered: false });
       this.destroy(link);
       return;
     }
-    if (fault.type === 'delay') {
-      const timer = setTimeout(() => {
-        link.timers.delete(timer);
-        if (this.links.has(link)) link.client.write(message);
-      }, fault.ms);
-      link.timers.add(timer);
-    }
+    const timer = setTimeout(() => {
+      link.delayed.delete(timer);
+      const delivered = this.links.has(link);
+      if (delivered) link.client.write(message);
+      this.options.onFaultedReply?.({ ...reply, ms: fault.ms, at: Date.now(), delivered });
+    }, fault.ms);
+    link.delayed.set(timer, { ...reply, ms: fault.ms });
   }
 
   private describe(link: Link, message: Buffer): ProxiedCommand | undefined {
@@ -247,9 +287,24 @@ export class FaultProxy {
 
   private destroy(link: Link): void {
     if (!this.links.delete(link)) return;
-    for (const timer of link.timers) clearTimeout(timer);
+    for (const [timer, reply] of link.delayed) {
+      clearTimeout(timer);
+      this.options.onFaultedReply?.({ ...reply, at: Date.now(), delivered: false });
+    }
+    link.delayed.clear();
     link.client.destroy();
     link.upstream.destroy();
+  }
+}
+
+/** The `_id` (as hex) of the row a findAndModify reply returned, if any. */
+function replyJob(message: Buffer): string | undefined {
+  try {
+    if (message.readInt32LE(12) !== OP_MSG) return undefined;
+    const value = parseOpMsg(message, {}).body.value as { _id?: { toHexString?: () => string } } | null | undefined;
+    return value?._id?.toHexString?.();
+  } catch {
+    return undefined;
   }
 }
 

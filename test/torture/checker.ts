@@ -476,7 +476,7 @@ function unbackedAttempts(
         invariant: 5,
         job,
         title: 'an attempt was charged for a claim that ran no handler',
-        detail: `${claimTrouble(lock, held.t, lines)}; lock ${lock} held the row running (attempt count ${held.attemptCount}) with no handler call under it and its worker was not killed; next the row was ${next.status}${next.lock ? ` under ${next.lock}` : ''} with attempt count ${next.attemptCount}`,
+        detail: `${claimTrouble(job, lock, held.t, lines)}; lock ${lock} held the row running (attempt count ${held.attemptCount}) with no handler call under it and its worker was not killed; next the row was ${next.status}${next.lock ? ` under ${next.lock}` : ''} with attempt count ${next.attemptCount}`,
         evidence: lines.filter((line) => line.job === job).slice(0, 12),
       });
     }
@@ -499,28 +499,41 @@ function unbackedAttempts(
 }
 
 /**
- * What happened to the claiming process around a claim that ran no handler, for telling root causes apart: the
- * faults its proxy injected into claims shortly before the row was seen taken, and whether it was being stopped.
+ * What happened to a claim that ran no handler, for telling root causes apart: the fate of its faulted reply (the
+ * proxy names the row a claim reply returned), else the proxy-wide faults around it, and whether its worker was
+ * being stopped.
  */
-function claimTrouble(lock: string, seenAt: number, lines: HistoryLine[]): string {
+function claimTrouble(job: string, lock: string, seenAt: number, lines: HistoryLine[]): string {
   const process = lock.slice(0, lock.lastIndexOf('#'));
-  const proxy = `proxy${process.split('.')[0].slice(1)}`;
-  const recent = lines.filter((line) => line.t >= seenAt - 3_000 && line.t <= seenAt + 200);
-  const claimFaults = recent.filter((line) => line.type === 'fault' && line.proxy === proxy && line.kind === 'claim');
-  const proxyWide = recent.filter(
-    (line) => line.type === 'fault' && line.proxy === proxy && (line.fault === 'cut' || line.fault === 'blackhole'),
-  );
-  const stopped = lines.some(
+  const stop = lines.find(
     (line) => line.type === 'kill' && line.process === process && line.t >= seenAt - 3_000 && line.t <= seenAt + 3_000,
   );
-  const causes = [
-    ...new Set([
-      ...claimFaults.map((line) => `claim ${line.fault}${line.code ? ` ${line.code}` : ''}`),
-      ...proxyWide.map((line) => String(line.fault)),
-      ...(stopped ? ['its worker was stopped gracefully'] : []),
-    ]),
-  ];
-  return `around the claim: ${causes.join(', ') || 'no fault on its proxy'}`;
+  // The proxy names the row a faulted claim reply returned: that claim's fate, exactly.
+  const reply = lines.find(
+    (line) =>
+      line.type === 'fault-reply' &&
+      line.job === job &&
+      line.kind === 'claim' &&
+      line.t >= seenAt - 3_000 &&
+      line.t <= seenAt + 3_000,
+  );
+  const stopping = stop ? `; its worker got ${stop.signal} ${stop.t - seenAt} ms from when the row was seen taken` : '';
+  if (reply?.fault === 'lose-reply') return `its claim landed and the reply was lost${stopping}`;
+  if (reply && reply.delivered === false) {
+    return `its claim's reply, held ${reply.ms} ms, was lost when the connection was cut${stopping}`;
+  }
+  if (reply) return `its claim's reply arrived ${reply.ms} ms late${stopping}`;
+  const proxy = `proxy${process.split('.')[0].slice(1)}`;
+  const proxyWide = lines.filter(
+    (line) =>
+      line.type === 'fault' &&
+      line.proxy === proxy &&
+      (line.fault === 'cut' || line.fault === 'blackhole') &&
+      line.t >= seenAt - 3_000 &&
+      line.t <= seenAt + 200,
+  );
+  const wide = proxyWide.map((line) => String(line.fault)).join(', ');
+  return `no faulted reply names the claim${wide ? `; its proxy: ${wide}` : ''}${stopping}`;
 }
 
 /** Invariant 6: no process crashed or exited unexpectedly, and every `close()` returned within its bound. */

@@ -147,6 +147,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           ? await FaultProxy.start(uri, {
               label: `proxy${index}`,
               onFault: ({ at, ...fault }) => history.record({ type: 'fault', ...fault, t: at }),
+              onFaultedReply: ({ at, ...reply }) => history.record({ type: 'fault-reply', ...reply, t: at }),
             })
           : undefined;
       slots.push({ index, proxy, generation: 0, busy: false });
