@@ -366,18 +366,31 @@ function unsettledJobs(lines: HistoryLine[], finalRows: RowSnapshot[], context: 
       });
     }
   }
+  const rowLines = lines.filter((line) => line.type === 'row');
+  const callEnds = lines.filter((line) => line.type === 'call-end');
+  const callLocks = new Map(lines.filter((line) => line.type === 'call-start').map((line) => [line.call, line.lock]));
   for (const gone of lines.filter((line) => line.type === 'row-gone')) {
     if (gone.lastStatus !== 'pending' && gone.lastStatus !== 'running') continue;
     const job = gone.job as string;
     const lastSeen = gone.lastSeen as number;
+    // The owner seen last settled before the row went: its outcome write may have landed (its answer lost) and the
+    // row been purged before the next snapshot.
+    const lastLock = rowLines.filter((line) => line.job === job && line.t <= gone.t).pop()?.lock;
+    const ownerSettled =
+      lastLock !== undefined &&
+      callEnds.some((line) => line.job === job && line.t <= gone.t && callLocks.get(line.call) === lastLock);
     // A row may go final and be deleted between two snapshots: a settle or an outcome event in between, or a cancel
     // or retry asked shortly before (its write may land after the snapshot that still saw the row open).
-    const finishing = lines.some(
-      (line) =>
-        line.t <= gone.t &&
-        ((line.t >= lastSeen - 5 && line.job === job && (line.type === 'call-end' || line.type === 'event')) ||
-          (line.t >= lastSeen - 3_000 && line.type === 'op' && (line.args as { id?: string } | undefined)?.id === job)),
-    );
+    const finishing =
+      ownerSettled ||
+      lines.some(
+        (line) =>
+          line.t <= gone.t &&
+          ((line.t >= lastSeen - 5 && line.job === job && (line.type === 'call-end' || line.type === 'event')) ||
+            (line.t >= lastSeen - 3_000 &&
+              line.type === 'op' &&
+              (line.args as { id?: string } | undefined)?.id === job)),
+      );
     if (finishing) continue;
     violations.push({
       invariant: 3,
