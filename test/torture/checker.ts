@@ -490,7 +490,10 @@ function unbackedAttempts(
         job,
         title: 'an attempt was charged for a claim that ran no handler',
         detail: `${claimTrouble(job, lock, held.t, lines)}; lock ${lock} held the row running (attempt count ${held.attemptCount}) with no handler call under it and its worker was not killed; next the row was ${next.status}${next.lock ? ` under ${next.lock}` : ''} with attempt count ${next.attemptCount}`,
-        evidence: lines.filter((line) => line.job === job).slice(0, 12),
+        evidence: [
+          ...lines.filter((line) => line.job === job).slice(0, 12),
+          ...faultsAround(lock, held.t, lines).filter((line) => line.job !== job),
+        ].sort((a, b) => a.t - b.t),
       });
     }
   }
@@ -509,6 +512,18 @@ function unbackedAttempts(
     });
   }
   return violations;
+}
+
+/** The faults of a lock's proxy, and the kills of its process, in the 3 s before a row was seen taken under it. */
+function faultsAround(lock: string, seenAt: number, lines: HistoryLine[]): HistoryLine[] {
+  const process = lock.slice(0, lock.lastIndexOf('#'));
+  const proxy = `proxy${process.split('.')[0].slice(1)}`;
+  return lines.filter(
+    (line) =>
+      line.t >= seenAt - 3_000 &&
+      line.t <= seenAt + 300 &&
+      ((line.type === 'fault' && line.proxy === proxy) || (line.type === 'kill' && line.process === process)),
+  );
 }
 
 /**
