@@ -114,7 +114,7 @@ function withNearbyFaults(violation: Violation, lines: HistoryLine[]): Violation
       ((line.type === 'fault' && proxies.has(line.proxy as string)) ||
         ((line.type === 'kill' || line.type === 'exit') && processes.has(line.process as string))),
   );
-  const evidence = [...violation.evidence, ...nearby.slice(-8)].sort((a, b) => a.t - b.t);
+  const evidence = [...new Set([...violation.evidence, ...nearby.slice(-8)])].sort((a, b) => a.t - b.t);
   return { ...violation, evidence };
 }
 
