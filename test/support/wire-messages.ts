@@ -1,6 +1,9 @@
 import { type Document, deserialize, serialize } from 'bson';
 
-/** Wire protocol opcodes and flags the test proxies read. */
+/**
+ * MongoDB wire-protocol framing shared by the test proxies: split a byte stream into messages, read and rebuild an
+ * OP_MSG, answer a request with a body of our own. The opcodes and flags below are the ones the proxies read.
+ */
 export const OP_REPLY = 1;
 export const OP_MSG = 2013;
 export const HEADER_BYTES = 16;
@@ -30,13 +33,13 @@ export interface ParsedOpMsg {
 }
 
 /** The kind-0 body of an OP_MSG (the driver always sends it first), and what follows it. */
-export function parseOpMsg(message: Buffer): ParsedOpMsg {
+export function parseOpMsg(message: Buffer, options: Parameters<typeof deserialize>[1] = EXACT): ParsedOpMsg {
   const flags = message.readUInt32LE(HEADER_BYTES);
   const end = message.length - ((flags & CHECKSUM_PRESENT) !== 0 ? 4 : 0);
   const at = HEADER_BYTES + 4;
   if (message[at] !== 0) throw new Error('OP_MSG without a leading body section');
   const size = message.readInt32LE(at + 1);
-  const body = deserialize(message.subarray(at + 1, at + 1 + size), EXACT);
+  const body = deserialize(message.subarray(at + 1, at + 1 + size), options);
   return { flags, body, rest: message.subarray(at + 1 + size, end) };
 }
 
@@ -47,19 +50,7 @@ export function parseOpMsg(message: Buffer): ParsedOpMsg {
 export function commandOf(message: Buffer): Document {
   const { body, rest } = parseOpMsg(message);
   const command: Document = deserialize(serialize(body));
-  for (let at = 0; at < rest.length; ) {
-    if (rest[at] !== 1) break;
-    const size = rest.readInt32LE(at + 1);
-    const sectionEnd = at + 1 + size;
-    const identifierEnd = rest.indexOf(0, at + 5);
-    const identifier = rest.toString('utf8', at + 5, identifierEnd);
-    const documents: Document[] = [];
-    for (let doc = identifierEnd + 1; doc < sectionEnd; doc += rest.readInt32LE(doc)) {
-      documents.push(deserialize(rest.subarray(doc, doc + rest.readInt32LE(doc))));
-    }
-    command[identifier] = documents;
-    at = sectionEnd;
-  }
+  for (const [identifier, documents] of parseSequences(rest)) command[identifier] = documents;
   return command;
 }
 
@@ -80,4 +71,34 @@ export function replyTo(request: Buffer, body: Document): Buffer {
   header.writeInt32LE(request.readInt32LE(4), 8);
   header.writeInt32LE(OP_MSG, 12);
   return buildOpMsg(header, 0, body, Buffer.alloc(0));
+}
+
+/** The request id a reply answers. */
+export function responseTo(message: Buffer): number {
+  return message.readInt32LE(8);
+}
+
+/** A message's own request id. */
+export function requestId(message: Buffer): number {
+  return message.readInt32LE(4);
+}
+
+/** The document sequences (kind-1 sections) after an OP_MSG body, by identifier (`documents`, `updates`…). */
+export function parseSequences(rest: Buffer): Map<string, Document[]> {
+  const sequences = new Map<string, Document[]>();
+  let at = 0;
+  while (at < rest.length) {
+    if (rest[at] !== 1) throw new Error(`OP_MSG section of unknown kind ${rest[at]}`);
+    const size = rest.readInt32LE(at + 1);
+    const end = at + 1 + size;
+    const nameEnd = rest.indexOf(0, at + 5);
+    const identifier = rest.toString('utf8', at + 5, nameEnd);
+    const documents: Document[] = [];
+    for (let doc = nameEnd + 1; doc < end; doc += rest.readInt32LE(doc)) {
+      documents.push(deserialize(rest.subarray(doc, doc + rest.readInt32LE(doc))));
+    }
+    sequences.set(identifier, documents);
+    at = end;
+  }
+  return sequences;
 }

@@ -1,0 +1,147 @@
+import { describe, expect, it } from '@jest/globals';
+import { checkRun } from './checker';
+import type { HistoryLine } from './history';
+import { PROFILES, type WorkloadName } from './profiles';
+import type { RowSnapshot } from './row-watcher';
+
+/** The checker on hand-written histories: each invariant caught, and its documented exceptions let through. */
+describe('generative fault checker: the invariants on hand-written histories', () => {
+  const names: WorkloadName[] = [
+    { name: 'plain', options: {} },
+    { name: 'one', options: { globalConcurrency: 1 } },
+    { name: 'rate', options: { rateLimit: { max: 1, perMs: 1_000 } } },
+  ];
+  const context = { profile: PROFILES.quick, seed: 1, orphanNames: ['orphan'], names };
+  const check = (lines: Partial<HistoryLine>[], rows: Partial<RowSnapshot>[] = []) =>
+    checkRun(
+      lines.map((line) => ({ p: 'w0.1', ...line }) as HistoryLine).sort((a, b) => a.t - b.t),
+      rows as RowSnapshot[],
+      context,
+    ).violations.map((violation) => `${violation.invariant}: ${violation.title}`);
+
+  const call = (id: string, job: string, start: number, deadline: number, p = id.split('/')[0]) => ({
+    t: start,
+    p,
+    type: 'call-start',
+    call: id,
+    job,
+    name: 'plain',
+    lock: `${p}#${id.split('/')[1]}`,
+    attempt: 1,
+    deadline,
+  });
+  const end = (id: string, job: string, t: number, how = 'resolved', extra = {}) => ({
+    t,
+    p: id.split('/')[0],
+    type: 'call-end',
+    call: id,
+    job,
+    how,
+    ...extra,
+  });
+
+  it('invariant 1: a takeover of a live lease is caught; one after a recorded loss and its deadline is not', () => {
+    const stolen = [call('w0.1/1', 'j', 0, 1_500), call('w1.1/1', 'j', 700, 2_200), end('w0.1/1', 'j', 1_000)];
+    expect(check(stolen)).toEqual(['1: two live handler calls of one job overlap']);
+    const documented = [
+      call('w0.1/1', 'j', 0, 1_500),
+      { t: 1_510, p: 'w0.1', type: 'call-abort', call: 'w0.1/1', job: 'j', reason: 'LeaseLostError' },
+      call('w1.1/1', 'j', 1_505, 3_000),
+      end('w0.1/1', 'j', 1_530, 'threw-abort', { leaseLost: true }),
+    ];
+    expect(check(documented)).toEqual([]);
+  });
+
+  it('invariant 1: a cancelled call still settling inside its window overlaps its retry', () => {
+    const lines = [
+      call('w0.1/1', 'j', 0, 1_500),
+      { t: 200, p: 'w0.1', type: 'call-abort', call: 'w0.1/1', job: 'j', reason: 'JobCancelledError' },
+      call('w1.1/1', 'j', 900, 2_400),
+      end('w0.1/1', 'j', 1_100, 'threw-abort'),
+    ];
+    expect(check(lines)).toEqual(['1: two live handler calls of one job overlap']);
+  });
+
+  it('invariant 2: two live calls under globalConcurrency 1; a call that ends as it starts never counts', () => {
+    const one = (id: string, job: string, start: number, stop: number) => [
+      { ...call(id, job, start, start + 1_500), name: 'one' },
+      end(id, job, stop),
+    ];
+    expect(check([...one('w0.1/1', 'a', 0, 500), ...one('w1.1/1', 'b', 400, 900)])).toEqual([
+      '2: globalConcurrency 1 of one exceeded',
+    ]);
+    expect(check([...one('w0.1/1', 'a', 0, 0), ...one('w1.1/1', 'b', 0, 300)])).toEqual([]);
+  });
+
+  it('invariant 2: rateLimit is judged at the claims (first deadline minus the lease), not at late handler starts', () => {
+    const lease = PROFILES.quick.jobs.leaseMs as number;
+    const rated = (id: string, claimedAt: number, start: number) => [
+      { ...call(id, id, start, claimedAt + lease), name: 'rate' },
+      end(id, id, start + 10),
+    ];
+    // The first claim's answer was delayed by a second: the handler starts trail it, the claims are 1.1 s apart.
+    expect(check([...rated('w0.1/1', 0, 1_000), ...rated('w1.1/1', 1_100, 1_150)])).toEqual([]);
+    expect(check([...rated('w0.1/1', 0, 10), ...rated('w1.1/1', 400, 410)])).toEqual([
+      '2: rateLimit 1 per 1000 ms of rate exceeded',
+    ]);
+  });
+
+  it('invariant 3: a row deleted while running is caught, unless something finished it in between', () => {
+    const gone = { t: 1_000, p: 'runner', type: 'row-gone', job: 'j', lastStatus: 'running', lastSeen: 850 };
+    expect(check([call('w0.1/1', 'j', 0, 1_500), gone, end('w0.1/1', 'j', 1_200)])).toEqual([
+      '3: a row was deleted before it was final',
+    ]);
+    expect(check([call('w0.1/1', 'j', 0, 1_500), end('w0.1/1', 'j', 900), gone])).toEqual([]);
+    expect(check([], [{ _id: 'j', name: 'orphan', status: 'pending' }])).toEqual([]);
+    expect(check([], [{ _id: 'j', name: 'plain', status: 'pending' }])).toEqual([
+      '3: a job is still pending after the quiesce',
+    ]);
+  });
+
+  it('invariant 4: a completed job without a resolved call, and a run after a completion that landed', () => {
+    expect(
+      check([call('w0.1/1', 'j', 0, 1_500), end('w0.1/1', 'j', 100, 'threw')], [{ _id: 'j', status: 'completed' }]),
+    ).toEqual(['4: a completed job has no handler call that resolved']);
+    const rerun = [
+      call('w0.1/1', 'j', 0, 1_500),
+      end('w0.1/1', 'j', 100),
+      { t: 110, p: 'w0.1', type: 'event', event: 'completed', job: 'j', attempt: 1 },
+      call('w1.1/1', 'j', 2_000, 3_500),
+      end('w1.1/1', 'j', 2_100),
+    ];
+    expect(check(rerun)).toEqual(['4: a job ran again after its completion landed']);
+    const retried = [...rerun, { t: 1_000, p: 'driver', type: 'op', op: 'retry', args: { id: 'j' } }];
+    expect(check(retried)).toEqual([]);
+  });
+
+  it('invariant 5: a claim that ran no handler is charged an attempt, unless its worker was SIGKILLed', () => {
+    const row = (t: number, status: string, lock: string | undefined, attemptCount: number) => ({
+      t,
+      p: 'runner',
+      type: 'row',
+      job: 'j',
+      status,
+      lock,
+      attemptCount,
+    });
+    const stranded = [row(0, 'running', 'w0.1#1', 0), row(1_600, 'running', 'w1.1#1', 1)];
+    expect(check(stranded)).toEqual(['5: an attempt was charged for a claim that ran no handler']);
+    expect(check([...stranded, { t: 10, p: 'runner', type: 'kill', process: 'w0.1', signal: 'SIGKILL' }])).toEqual([]);
+    expect(check([row(0, 'running', 'w0.1#1', 0), row(200, 'pending', undefined, 0)])).toEqual([]);
+  });
+
+  it('invariant 6: a crash, an unexpected exit and a close over its bound', () => {
+    expect(
+      check([
+        { t: 0, type: 'crash', kind: 'unhandledRejection', error: 'boom' },
+        { t: 1, p: 'runner', type: 'exit', process: 'w1.1', code: 1, signal: null, expected: false },
+        { t: 2, p: 'w2.1', type: 'close-start' },
+        { t: 9_000, p: 'w2.1', type: 'close-end', ms: 8_998 },
+      ]),
+    ).toEqual([
+      '6: a process crashed (unhandledRejection)',
+      '6: a process exited on its own',
+      '6: close() exceeded its bound',
+    ]);
+  });
+});

@@ -1,0 +1,129 @@
+// The driver of the generative fault checker: random operations against JobsService, drawn from one seed, each
+// recorded with its answer. Loaded by torture-process.cjs in the `driver` role.
+'use strict';
+
+const { createPrng } = require('./prng.cjs');
+
+const FINAL_STATUSES = ['completed', 'dead', 'failed', 'cancelled'];
+
+/**
+ * What a job's handler does (see `work` in torture-process.cjs), drawn per job: mostly quick, some slow (longer
+ * than a heartbeat, some longer than the lease), some failing, some ignoring their signal or settling late.
+ */
+function drawPayload(random, config) {
+  const lease = config.leaseMs;
+  const shape = random.weighted({ quick: 5, slow: 3, failing: 2, ignoring: 1, lateSettling: 1 });
+  const payload = { shape };
+  if (shape === 'quick') payload.ms = random.int(0, 60);
+  else payload.ms = random.int(Math.floor(lease / 4), Math.floor(lease * 1.6));
+  if (shape === 'failing') payload.fail = random.chance(0.5) ? 'always' : random.int(2, 3);
+  if (shape === 'ignoring') payload.ignore = true;
+  // Honours its signal, but takes most of a lease to wind down: inside the settle window the library gives it.
+  if (shape === 'lateSettling') payload.settleMs = random.int(Math.floor(lease * 0.3), Math.floor(lease * 0.7));
+  if (shape !== 'quick' && random.chance(0.3)) payload.extendMs = random.int(lease, lease * 2);
+  if (shape !== 'quick' && random.chance(0.3)) payload.progress = true;
+  return payload;
+}
+
+function drawEnqueue(random, config) {
+  const spec = random.pick(config.names);
+  const payload = drawPayload(random, config);
+  const options = {};
+  if (spec.grouped) {
+    payload.group = random.pick(config.groups);
+    options.group = payload.group;
+  }
+  if (random.chance(0.2)) options.dedupeKey = `k${random.int(0, 5)}`;
+  if (random.chance(0.2)) options.delayMs = random.int(50, 1500);
+  if (random.chance(0.3)) options.priority = random.int(-2, 2);
+  return { name: spec.name, payload, options };
+}
+
+/** Starts the operations; `stop()` stops drawing new ones and resolves when those in flight have answered. */
+function runDriver(jobs, record, config) {
+  const random = createPrng(config.seed);
+  const known = [];
+  const inFlight = new Set();
+  let stopped = false;
+  let opSeq = 0;
+
+  const operations = {
+    enqueue: () => {
+      const { name, payload, options } = drawEnqueue(random, config);
+      return ['enqueue', { name, options, shape: payload.shape }, () => jobs.enqueue(name, payload, options)];
+    },
+    enqueueMany: () => {
+      const items = Array.from({ length: random.int(2, 5) }, () => drawEnqueue(random, config));
+      return ['enqueueMany', { names: items.map((item) => item.name) }, () => jobs.enqueueMany(items)];
+    },
+    cancel: () => {
+      const id = random.pick(known);
+      return ['cancel', { id }, () => jobs.cancel(id)];
+    },
+    retry: () => {
+      const id = random.pick(known);
+      return ['retry', { id }, () => jobs.retry(id)];
+    },
+    runNow: () => {
+      const id = random.pick(known);
+      return ['runNow', { id }, () => jobs.runNow(id)];
+    },
+    purge: () => {
+      const options = { status: random.pick(FINAL_STATUSES) };
+      if (random.chance(0.5)) options.finishedBefore = new Date(Date.now() - random.int(0, 2000));
+      return ['purge', options, () => jobs.purge(options)];
+    },
+    drain: () => {
+      const names = [random.pick(config.names).name];
+      const timeoutMs = random.int(200, 1500);
+      return ['drain', { names, timeoutMs }, () => jobs.drain({ names, timeoutMs })];
+    },
+  };
+
+  const answerOf = (result) => {
+    if (result === undefined || result === null) return { value: result ?? null };
+    if (typeof result === 'number') return { value: result };
+    if (Array.isArray(result)) return { jobs: result.map((job) => ({ id: job.id, status: job.status })) };
+    if (result.kind) return { kind: result.kind, reason: result.reason, status: result.job?.status };
+    return { id: result.id, status: result.status, deduplicated: result.deduplicated };
+  };
+
+  const perform = () => {
+    const weights = { ...config.weights };
+    if (known.length === 0) for (const op of ['cancel', 'retry', 'runNow']) weights[op] = 0;
+    const [op, args, call] = operations[random.weighted(weights)]();
+    opSeq += 1;
+    const id = opSeq;
+    record({ type: 'op', op, opId: id, args });
+    const running = Promise.resolve()
+      .then(call)
+      .then(
+        (result) => {
+          const answer = answerOf(result);
+          if (answer.id && !answer.deduplicated) known.push(answer.id);
+          for (const job of answer.jobs ?? []) known.push(job.id);
+          record({ type: 'op-answer', op, opId: id, ok: true, answer });
+        },
+        (error) => record({ type: 'op-answer', op, opId: id, ok: false, error: error?.name, message: error?.message }),
+      )
+      .finally(() => inFlight.delete(running));
+    inFlight.add(running);
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      if (inFlight.size < config.maxInFlight) perform();
+      await new Promise((resolve) => setTimeout(resolve, random.int(1, config.opIntervalMs * 2)));
+    }
+  })();
+
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+module.exports = { runDriver };

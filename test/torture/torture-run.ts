@@ -1,0 +1,341 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { type Collection, type Document, MongoClient } from 'mongodb';
+import { ChaosWorker } from '../support/chaos-cluster';
+import { COMMAND_KINDS } from '../support/command-kind';
+import { type CommandFault, type FaultDecider, FaultProxy } from '../support/fault-proxy';
+import { startTestMongoServer } from '../support/mongo-server';
+import { serverErrorCodes } from '../support/server-error-codes';
+import { checkRun, type RunSummary, type Violation } from './checker';
+import { type HistoryLine, HistoryWriter, readHistory } from './history';
+import { createPrng, type Prng } from './prng';
+import { GROUPS, ORPHAN_NAME, PROFILES, type TortureProfile, WORKLOAD_NAMES } from './profiles';
+import { type RowSnapshot, RowWatcher } from './row-watcher';
+
+const PROCESS_SCRIPT = resolve('test/torture/torture-process.cjs');
+const STOP_TIMEOUT_MS = 25_000;
+const START_ATTEMPTS = 4;
+
+export interface TortureOptions {
+  seed: number;
+  /** Length of the faulty phase. @default the profile's */
+  seconds?: number;
+  /** @default 'quick' */
+  profile?: TortureProfile['name'];
+  /** MongoDB server (no database name). @default MONGODB_URI, else a test server started for the run */
+  uri?: string;
+  /** The package the processes load instead of dist/ (a deliberately broken copy, to test the checker). */
+  packagePath?: string;
+  /** Where the history files go. @default a new directory under the OS temp dir */
+  runDir?: string;
+  /** Progress lines. @default none */
+  log?: (line: string) => void;
+}
+
+export interface TortureReport {
+  seed: number;
+  profile: TortureProfile['name'];
+  runDir: string;
+  summary: RunSummary;
+  violations: Violation[];
+  /** Every history line of the run, in time order. */
+  history: HistoryLine[];
+}
+
+/** One slot of the fleet: a worker process that may be killed and started again, behind a proxy or not. */
+interface WorkerSlot {
+  index: number;
+  proxy?: FaultProxy;
+  process?: ChaosWorker;
+  generation: number;
+  /** Being stopped or started: no other process fault may pick it meanwhile (it would start a second process). */
+  busy: boolean;
+}
+
+/**
+ * One run of the generative fault checker: worker processes on one collection (some behind their own FaultProxy), a
+ * driver process performing random operations, process and proxy faults drawn from `seed` for `seconds`; then faults
+ * stop, every process is brought back, the run quiesces (bounded), the final rows are read, every process closes
+ * gracefully, and the checker judges the history and the final rows.
+ */
+export async function runTorture(options: TortureOptions): Promise<TortureReport> {
+  const profile = PROFILES[options.profile ?? 'quick'];
+  const seconds = options.seconds ?? profile.seconds;
+  const log = options.log ?? (() => undefined);
+  const server = (options.uri ?? process.env.MONGODB_URI) ? undefined : await startTestMongoServer(log);
+  const uri = options.uri ?? process.env.MONGODB_URI ?? (server?.uri as string);
+  const runDir = options.runDir ?? mkdtempSync(join(tmpdir(), `torture-${options.seed}-`));
+  mkdirSync(runDir, { recursive: true });
+  const dbName = `torture_${options.seed}_${randomBytes(3).toString('hex')}`;
+  const history = new HistoryWriter(join(runDir, 'runner.jsonl'), 'runner');
+  const random = createPrng(options.seed);
+  const direct = await MongoClient.connect(uri, { maxPoolSize: 4 });
+  const jobs: Collection<Document> = direct.db(dbName).collection('jobs');
+  const slots: WorkerSlot[] = [];
+  let driver: ChaosWorker | undefined;
+  const watcher = new RowWatcher(jobs, history);
+  const stopping = new Set<ChaosWorker>();
+  const spawned = new Set<ChaosWorker>();
+
+  const spawnProcess = (id: string, role: 'worker' | 'driver', jobsUri: string): ChaosWorker => {
+    const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', PROCESS_SCRIPT], {
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+      env: {
+        ...process.env,
+        TORTURE_PROCESS_ID: id,
+        TORTURE_ROLE: role,
+        TORTURE_JOBS_URI: jobsUri,
+        TORTURE_DB: dbName,
+        TORTURE_NAMES: JSON.stringify(WORKLOAD_NAMES),
+        TORTURE_JOBS_OPTIONS: JSON.stringify(profile.jobs),
+        TORTURE_MONGOOSE_OPTIONS: JSON.stringify(profile.mongoose),
+        TORTURE_HISTORY: join(runDir, `${id}.jsonl`),
+        TORTURE_DRIVER: JSON.stringify({
+          seed: options.seed,
+          leaseMs: profile.jobs.leaseMs,
+          names: [...WORKLOAD_NAMES, { name: ORPHAN_NAME, options: {} }].map(({ name, grouped }) => ({
+            name,
+            grouped,
+          })),
+          groups: GROUPS,
+          opIntervalMs: profile.opIntervalMs,
+          maxInFlight: profile.maxInFlight,
+          weights: profile.weights,
+        }),
+        ...(options.packagePath && { TORTURE_PACKAGE: options.packagePath }),
+      },
+    });
+    history.record({ type: 'spawn', process: id, role });
+    const worker = new ChaosWorker(id, child, (line) => log(line));
+    spawned.add(worker);
+    void worker.exited.then(({ code, signal }) =>
+      history.record({
+        type: 'exit',
+        process: id,
+        code,
+        signal,
+        // A bootstrap that failed under faults (recorded as `startup-failed`) is retried by startSlot, not a crash.
+        expected: worker.killedWith !== undefined || stopping.has(worker) || !worker.isReady,
+      }),
+    );
+    return worker;
+  };
+
+  /** Starts the slot's next process; a bootstrap that fails under faults is tried again, a few times. */
+  const startSlot = async (slot: WorkerSlot): Promise<void> => {
+    for (let attempt = 1; ; attempt += 1) {
+      slot.generation += 1;
+      const id = `w${slot.index}.${slot.generation}`;
+      slot.process = spawnProcess(id, 'worker', slot.proxy?.uri ?? uri);
+      try {
+        await slot.process.ready;
+        history.record({ type: 'ready', process: id });
+        return;
+      } catch (error) {
+        if (attempt >= START_ATTEMPTS) throw error;
+      }
+    }
+  };
+
+  try {
+    for (let index = 0; index < profile.workers; index += 1) {
+      const proxy =
+        index < profile.proxied
+          ? await FaultProxy.start(uri, {
+              label: `proxy${index}`,
+              onFault: ({ at, ...fault }) => history.record({ type: 'fault', ...fault, t: at }),
+              onFaultedReply: ({ at, ...reply }) => history.record({ type: 'fault-reply', ...reply, t: at }),
+            })
+          : undefined;
+      slots.push({ index, proxy, generation: 0, busy: false });
+    }
+    // The first process creates the indexes alone: concurrent bootstraps would only race for them.
+    await startSlot(slots[0]);
+    await Promise.all(slots.slice(1).map(startSlot));
+    driver = spawnProcess('driver', 'driver', uri);
+    await driver.ready;
+    watcher.start();
+    history.record({ type: 'phase', phase: 'faults', seconds });
+    log(`seed ${options.seed}: ${seconds} s of faults (${profile.name} profile), history in ${runDir}`);
+
+    const codes = serverErrorCodes();
+    for (const slot of slots) {
+      slot.proxy?.setDecider(commandFaults(createPrng(options.seed * 31 + slot.index + 1), profile, codes));
+    }
+    const faultsUntil = Date.now() + seconds * 1_000;
+    await Promise.all([
+      processFaults(random, profile, slots, faultsUntil, startSlot, history),
+      proxyFaults(createPrng(options.seed * 17 + 5), profile, slots, faultsUntil),
+    ]);
+
+    history.record({ type: 'phase', phase: 'quiesce' });
+    for (const slot of slots) slot.proxy?.setDecider(undefined);
+    driver.child.send({ type: 'stop' });
+    stopping.add(driver);
+    await exitedWithin(driver, STOP_TIMEOUT_MS);
+    driver.kill('SIGKILL');
+    for (const slot of slots) if (!slot.process?.alive) await startSlot(slot);
+    const settled = await quiesce(jobs, profile.quiesceStallMs, profile.quiesceMs);
+    history.record({ type: 'phase', phase: 'final', settled });
+    const finalRows = await jobs.find({}).toArray();
+    // Kept with the history, so that the checker can judge the run again (`npm run torture -- --recheck <dir>`).
+    writeFileSync(join(runDir, 'final-rows.json'), JSON.stringify(finalRows));
+    await watcher.stop();
+    history.record({ type: 'phase', phase: 'close' });
+    await Promise.all(
+      slots.map(async (slot) => {
+        const worker = slot.process;
+        if (!worker?.alive) return;
+        stopping.add(worker);
+        worker.child.kill('SIGTERM');
+        await exitedWithin(worker, STOP_TIMEOUT_MS);
+        worker.kill('SIGKILL');
+      }),
+    );
+    history.record({ type: 'phase', phase: 'check' });
+    const lines = readHistory(runDir);
+    const { summary, violations } = checkRun(lines, finalRows as unknown as RowSnapshot[], {
+      profile,
+      seed: options.seed,
+      orphanNames: [ORPHAN_NAME],
+      names: WORKLOAD_NAMES,
+    });
+    return { seed: options.seed, profile: profile.name, runDir, summary, violations, history: lines };
+  } finally {
+    await watcher.stop();
+    for (const worker of spawned) worker.kill('SIGKILL');
+    await Promise.all([...spawned].map((worker) => worker.exited));
+    await Promise.all(slots.map((slot) => slot.proxy?.close()));
+    await direct
+      .db(dbName)
+      .dropDatabase()
+      .catch(() => undefined);
+    await direct.close();
+    history.close();
+    await server?.stop();
+  }
+}
+
+/** Judges a finished run again from its directory (history and final rows), e.g. after a change to the checker. */
+export function recheck(runDir: string, seed: number, profileName: TortureProfile['name']): TortureReport {
+  const lines = readHistory(runDir);
+  const rows = JSON.parse(readFileSync(join(runDir, 'final-rows.json'), 'utf8')) as Record<string, unknown>[];
+  for (const row of rows) {
+    for (const field of ['lockedUntil', 'runAt', 'finishedAt'])
+      if (row[field]) row[field] = new Date(row[field] as string);
+  }
+  const { summary, violations } = checkRun(lines, rows as unknown as RowSnapshot[], {
+    profile: PROFILES[profileName],
+    seed,
+    orphanNames: [ORPHAN_NAME],
+    names: WORKLOAD_NAMES,
+  });
+  return { seed, profile: profileName, runDir, summary, violations, history: lines };
+}
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms));
+
+/** Waits for `worker` to exit, at most `ms` (the timer is cleared, so nothing outlives the run). */
+async function exitedWithin(worker: ChaosWorker, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([worker.exited, new Promise((done) => (timer = setTimeout(done, ms)))]);
+  clearTimeout(timer);
+}
+
+/** A pause drawn around `mean` (0.5× to 1.5×). */
+const around = (random: Prng, mean: number) => random.int(Math.floor(mean / 2), Math.floor((mean * 3) / 2));
+
+/** Per-command faults of one proxy, drawn per command kind from its own generator. */
+function commandFaults(
+  random: Prng,
+  profile: TortureProfile,
+  codes: ReturnType<typeof serverErrorCodes>,
+): FaultDecider {
+  return (command) => {
+    const rate = COMMAND_KINDS.includes(command.kind) ? (profile.commandFaultRates[command.kind] ?? 0) : 0;
+    if (!random.chance(rate)) return undefined;
+    const type = random.weighted({ delay: 4, 'lose-reply': 2, 'error-reply': 3 });
+    if (type === 'delay') return { type, ms: random.int(50, profile.jobs.leaseMs as number) };
+    if (type === 'lose-reply') return { type };
+    const list = random.weighted({ transient: 2, document: 1, unlisted: 2 });
+    const code = random.pick(codes[list]);
+    return { type, code, codeName: `Injected${list}` } satisfies CommandFault;
+  };
+}
+
+/** Until `until`: now and then one worker is SIGKILLed or stopped gracefully, then started again. */
+async function processFaults(
+  random: Prng,
+  profile: TortureProfile,
+  slots: WorkerSlot[],
+  until: number,
+  startSlot: (slot: WorkerSlot) => Promise<void>,
+  history: HistoryWriter,
+): Promise<void> {
+  const restarts: Promise<void>[] = [];
+  for (;;) {
+    await sleep(around(random, profile.processFaultEveryMs));
+    if (Date.now() >= until) break;
+    const slot = random.pick(slots);
+    const worker = slot.process;
+    if (slot.busy || !worker?.isReady || !worker.alive) continue;
+    slot.busy = true;
+    const signal = random.chance(0.5) ? 'SIGKILL' : 'SIGTERM';
+    const downMs = random.int(100, 1_500);
+    history.record({ type: 'kill', process: worker.id, signal });
+    worker.kill(signal);
+    restarts.push(
+      (async () => {
+        await exitedWithin(worker, STOP_TIMEOUT_MS);
+        worker.kill('SIGKILL');
+        await worker.exited;
+        await sleep(downMs);
+        await startSlot(slot);
+        slot.busy = false;
+      })(),
+    );
+  }
+  await Promise.all(restarts);
+}
+
+/** Until `until`: now and then one proxy cuts every connection, or black-holes all traffic for a while. */
+async function proxyFaults(random: Prng, profile: TortureProfile, slots: WorkerSlot[], until: number): Promise<void> {
+  const proxies = slots.flatMap((slot) => (slot.proxy ? [slot.proxy] : []));
+  if (proxies.length === 0) return;
+  for (;;) {
+    await sleep(around(random, profile.proxyFaultEveryMs));
+    if (Date.now() >= until) return;
+    const proxy = random.pick(proxies);
+    if (random.chance(0.5)) proxy.cutAll();
+    else proxy.blackhole(random.int(200, 1_000));
+  }
+}
+
+/**
+ * Waits until no row is pending or running (except pending rows of names nobody handles). A backlog left by the
+ * faulty phase may take a while to drain (one group's jobs run one at a time, and a failing one retries), so the
+ * wait goes on while the open rows keep moving (a status, an owner or an attempt count changed); it ends, unsettled,
+ * when nothing moved for `stallMs`, or at `boundMs` in all. True when every row settled.
+ */
+async function quiesce(jobs: Collection<Document>, stallMs: number, boundMs: number): Promise<boolean> {
+  const deadline = Date.now() + boundMs;
+  let before = '';
+  let movedAt = Date.now();
+  while (Date.now() < deadline && Date.now() - movedAt < stallMs) {
+    const open = await jobs
+      .find(
+        { $or: [{ status: 'running' }, { status: 'pending', name: { $ne: ORPHAN_NAME } }] },
+        { projection: { status: 1, lockedBy: 1, attemptCount: 1 }, sort: { _id: 1 } },
+      )
+      .toArray();
+    if (open.length === 0) return true;
+    const now = JSON.stringify(open);
+    if (now !== before) movedAt = Date.now();
+    before = now;
+    await sleep(200);
+  }
+  return false;
+}
