@@ -31,6 +31,12 @@ const PATCHES: Record<Breakage, Patch[]> = {
       from: '...(filter.finishedBefore !== undefined && { finishedAt: { $lt: filter.finishedBefore } }),',
       to: '',
     },
+    {
+      // Issue 25's guard (a row is deleted only once its lockedUntil has passed) would keep live running rows too.
+      file: 'persistence/jobs.repository.js',
+      from: '...settledBy(now),\n',
+      to: '',
+    },
   ],
 };
 
