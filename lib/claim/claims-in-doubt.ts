@@ -10,6 +10,8 @@ import { raceTimeout } from '../utils/race-timeout';
 /** Waits between reads of a claim in doubt: 50 ms doubling, at most 1 s. */
 const READ_RETRY_BASE_MS = 50;
 const READ_RETRY_MAX_MS = 1_000;
+/** How long past the lease a claim wrote its row may still be handed back (bounded: the poll loop waits for it). */
+const HAND_BACK_WINDOW_MS = 2_000;
 
 /** What a claim sent: its lock id and the deadline it wrote (the row is found by both). */
 export interface SentClaim {
@@ -23,8 +25,11 @@ export interface SentClaim {
  * reclaimed once its lease runs out, with a `LeaseExpired` attempt counted against a job that never started (with
  * `maxAttempts: 1`, dead-lettered unrun). The claiming worker remembers what it sent, so it reads the row back by
  * `{ status: 'running', lockedBy, lockedUntil }`, retrying through errors while that lease may still be live, and
- * the caller runs (or, shutting down, hands back) what it finds. Another worker cannot tell a lost answer from a
- * crash, so a worker that dies first leaves the row to be reclaimed as before.
+ * the caller runs (or, shutting down, hands back) what it finds. When the read cannot be answered before that lease
+ * ends, the worker hands the row back itself, fenced by the same lock id and deadline, for a short while longer: a
+ * reclaim writes another lock id, so at most one of the two takes effect, and a job that never started is charged no
+ * attempt. Another worker cannot tell a lost answer from a crash, so a worker that dies first leaves the row to be
+ * reclaimed as before.
  */
 @Injectable()
 export class ClaimsInDoubt {
@@ -46,39 +51,63 @@ export class ClaimsInDoubt {
       return await write();
     } catch (error) {
       if (!mayHaveLanded(error)) throw error;
-      const landed = await this.readBack(claim, error);
-      if (landed) return asTaken(landed);
+      const found = await this.readBack(claim);
+      if (found === 'unknown') await this.handBack(claim, error);
+      else if (found !== null) return asTaken(found);
       throw error;
     }
   }
 
-  /** The row the claim took, or null when it took none or that could not be told in time. */
-  private async readBack({ lockId, lockedUntil }: SentClaim, cause: unknown): Promise<JobDocument | null> {
-    const giveUp = (why: unknown): null => {
-      this.logger.warn(
-        `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and reading its row back failed until its ` +
-          `lease ran out (${errorInfo(why).message}); a row it took is reclaimed like a crashed worker's`,
-      );
-      return null;
-    };
+  /** The row the claim took, null when it took none, `'unknown'` when that could not be told before the lease ended. */
+  private async readBack({ lockId, lockedUntil }: SentClaim): Promise<JobDocument | null | 'unknown'> {
+    const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
     for (let failures = 0; ; failures += 1) {
-      const giveUpAt = this.giveUpAt(lockedUntil);
       try {
         // A read that hangs (server unreachable) is not waited for past the point where its answer is of no use.
         const read = this.repository.findClaimedBy(lockId, lockedUntil).then((row) => ({ row }));
-        const answer = await raceTimeout(read, giveUpAt - Date.now(), () => undefined);
-        return answer ? answer.row : giveUp(new Error('no answer'));
-      } catch (error) {
-        const waitMs = Math.min(READ_RETRY_BASE_MS * 2 ** failures, READ_RETRY_MAX_MS);
-        if (Date.now() + waitMs >= giveUpAt) return giveUp(error);
-        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        const answer = await raceTimeout(read, giveUpAt() - Date.now(), () => undefined);
+        return answer ? answer.row : 'unknown';
+      } catch {
+        if (!(await this.backOff(failures, giveUpAt()))) return 'unknown';
       }
     }
   }
 
-  /** Past the lease the claim wrote, the row is anyone's to reclaim; shutting down, past close()'s hard bound. */
-  private giveUpAt(lockedUntil: Date): number {
-    const shutdownEndsAt = this.deadline.endsAt;
-    return Math.min(lockedUntil.getTime(), shutdownEndsAt ?? Number.POSITIVE_INFINITY);
+  /** Past the lease: hands the row back if it is still this claim's, retrying through errors for a short while. */
+  private async handBack({ lockId, lockedUntil }: SentClaim, cause: unknown): Promise<void> {
+    const giveUpAt = () => Math.min(lockedUntil.getTime() + HAND_BACK_WINDOW_MS, this.shutdownEndsAt());
+    for (let failures = 0; ; failures += 1) {
+      try {
+        const write = this.repository.handBackClaimed(lockId, lockedUntil, new Date());
+        const handedBack = await raceTimeout(write, giveUpAt() - Date.now(), () => undefined);
+        if (handedBack === undefined) break;
+        if (handedBack) {
+          this.logger.warn(
+            `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and took a row, found only after its lease; ` +
+              'the row was handed back to pending, no attempt counted',
+          );
+        }
+        return; // handed back, or the claim took nothing (or its row was reclaimed already)
+      } catch {
+        if (!(await this.backOff(failures, giveUpAt()))) break;
+      }
+    }
+    this.logger.warn(
+      `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and neither reading its row back nor handing it ` +
+        "back could be done in time; a row it took is reclaimed like a crashed worker's",
+    );
+  }
+
+  /** Waits before the next try (50 ms doubling, at most 1 s); false when that would pass `giveUpAt`. */
+  private async backOff(failures: number, giveUpAt: number): Promise<boolean> {
+    const waitMs = Math.min(READ_RETRY_BASE_MS * 2 ** failures, READ_RETRY_MAX_MS);
+    if (Date.now() + waitMs >= giveUpAt) return false;
+    await new Promise((resolve) => setTimeout(resolve, waitMs));
+    return true;
+  }
+
+  /** Shutting down, nothing waits past close()'s hard bound. */
+  private shutdownEndsAt(): number {
+    return this.deadline.endsAt ?? Number.POSITIVE_INFINITY;
   }
 }

@@ -147,7 +147,7 @@ export class JobExecution {
     if (lease.isCancelled) return { kind: 'cancelled' };
     if (this.abortReason) {
       // The claim's answer came back after its own deadline (slow database): the row may already belong to
-      // someone else, so the handler must not run at all. The row is reclaimed with a LeaseExpired attempt.
+      // someone else, so the handler must not run at all. The finalizer hands the row back if it is still this lock's.
       return { kind: 'not_started', reason: this.abortReason.message };
     }
     const { timeoutMs } = this.handler;

@@ -111,9 +111,18 @@ export class JobFinalizer {
       case 'cancelled':
         this.logger.log(`${label} was cancelled`);
         return;
-      case 'not_started':
-        this.logger.warn(`${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`);
+      case 'not_started': {
+        // The claim's answer came back after the lease it wrote, so no handler ran. While the row is still under this
+        // lock nobody else has taken it, so it goes back to pending with no attempt counted (the owner fence makes a
+        // late hand-back harmless); only when that fails is it left to a reclaim, which counts a LeaseExpired attempt.
+        const handedBack = await this.repository.release(doc._id, lockId, at).catch(() => false);
+        this.logger.warn(
+          handedBack
+            ? `${label} did not start: ${outcome.reason}; handed back to pending, no attempt counted`
+            : `${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`,
+        );
         return;
+      }
       case 'abandoned':
         this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
         return;

@@ -219,6 +219,19 @@ export class JobsRepository {
   }
 
   /**
+   * Gives back, untouched, the row a claim in doubt took if it is still under that claim's lock (same filter as
+   * `findClaimedBy`): pending again, no attempt counted. Safe after the lease ran out: a reclaim writes another lock id,
+   * so at most one of the two matches. Whether a row was handed back.
+   */
+  async handBackClaimed(lockId: string, lockedUntil: Date, now: Date): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { status: 'running', lockedUntil, lockedBy: lockId },
+      { $set: { status: 'pending', runAt: now, updatedAt: now, finishedBy: lockId }, $unset: LOCK_FIELDS },
+    );
+    return result.matchedCount === 1;
+  }
+
+  /**
    * A duplicate key on the job's dedupe scope or tick key; any other unique index rejected the job. When the error
    * does not say which index refused the job (servers other than MongoDB word it otherwise, or not at all), the rows
    * decide, never a guess: only a row that already carries the job's scope or tick key can clash on it.

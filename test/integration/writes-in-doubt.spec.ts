@@ -116,6 +116,42 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       expect(typesOf(job.id)).toEqual(['enqueued', 'started', 'completed']);
     });
 
+    it('hands back a job whose claim answered after its lease ran out: no handler ran, so no attempt is counted', async () => {
+      // The checker's seeds 304 and 317 (issue 24): the claim's answer came back past the lease it wrote, the worker
+      // rightly did not start the handler, and the row was left running until a reclaim charged it a LeaseExpired
+      // attempt; at maxAttempts 1 that is dead with zero handler calls.
+      const runAt = new Date(Date.now() + 300);
+      const rule = proxy.interceptReply({
+        match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+        action: { delayMs: 1_300 },
+      });
+      const job = await app.jobs.enqueue(
+        'quick',
+        { case: 'claim answered after its lease' },
+        { runAt, maxAttempts: 1 },
+      );
+      const row = await finished(app, job.id);
+      expect(rule.answered).toBe(1);
+      expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [], result: { done: true } });
+      expect(calls.get(job.id)).toBe(1);
+      expect(warnings.some((warning) => warning.includes(job.id) && warning.includes('handed back'))).toBe(true);
+    });
+
+    it('hands back a job whose claim answer was held past its lease and then lost: no attempt is counted', async () => {
+      // The checker's seed 317 (issue 24): the answer was held 1,363 ms of a 1,500 ms lease, then the connection was
+      // cut; the read-back had no lease left to find the row in, so the row waited for a reclaim and its attempt.
+      const runAt = new Date(Date.now() + 300);
+      const rule = proxy.interceptReply({
+        match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+        action: { lose: true, afterMs: 1_100 },
+      });
+      const job = await app.jobs.enqueue('quick', { case: 'claim answer held, then lost' }, { runAt, maxAttempts: 1 });
+      const row = await finished(app, job.id);
+      expect(rule.answered).toBe(1);
+      expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [], result: { done: true } });
+      expect(calls.get(job.id)).toBe(1);
+    });
+
     it('emits completed for a completion whose answer was lost, and logs nothing about lost ownership', async () => {
       const job = await app.jobs.enqueue('quick', { case: 'lost completion reply' });
       const rule = proxy.interceptReply({ match: isCompletionOf(job.id), action: { lose: true } });

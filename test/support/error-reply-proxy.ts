@@ -48,8 +48,8 @@ export interface ReplyRule {
   match: (command: Document) => boolean;
   /** @default 1 */
   times?: number;
-  /** Drop the reply and close the connection, or pass it on after `delayMs`. */
-  action: { lose: true } | { delayMs: number };
+  /** Drop the reply and close the connection (`afterMs` after it arrived, or at once), or pass it on after `delayMs`. */
+  action: { lose: true; afterMs?: number } | { delayMs: number };
 }
 
 /** A reply rule in force: `hits` counts commands forwarded under it, `answered` replies it dropped or delayed. */
@@ -58,8 +58,11 @@ export interface ActiveReplyRule extends ActiveErrorRule {
   readonly answered: number;
 }
 
-/** What becomes of a matched command's answer: held until `wait` settles, or lost with the connection. */
-type ReplyFate = { lose: true } | { wait: () => Promise<unknown> };
+/** What becomes of a matched command's answer: held until `wait` settles (if given), then passed on or lost. */
+interface ReplyFate {
+  wait?: () => Promise<unknown>;
+  lose?: true;
+}
 
 interface ReplyRuleState {
   match: (command: Document) => boolean;
@@ -146,7 +149,10 @@ export class ErrorReplyProxy {
    */
   interceptReply(rule: ReplyRule): ActiveReplyRule {
     const { action } = rule;
-    const fate: ReplyFate = 'lose' in action ? { lose: true } : { wait: () => sleep(action.delayMs) };
+    const fate: ReplyFate =
+      'lose' in action
+        ? { lose: true, ...(action.afterMs !== undefined && { wait: () => sleep(action.afterMs ?? 0) }) }
+        : { wait: () => sleep(action.delayMs) };
     return this.addReplyRule(rule.match, rule.times, fate);
   }
 
@@ -207,12 +213,13 @@ export class ErrorReplyProxy {
         const rule = intercepted.get(responseTo);
         intercepted.delete(responseTo);
         if (rule !== undefined) rule.answered += 1;
-        if (rule !== undefined && 'lose' in rule.fate) {
+        const lose = rule?.fate.lose === true;
+        const hold = rule?.fate.wait;
+        if (lose && hold === undefined) {
           // The server has done the work; the client never learns how it went.
           client.destroy();
           return;
         }
-        const hold = rule !== undefined && 'wait' in rule.fate ? rule.fate.wait : undefined;
         if (hold === undefined && intercepted.size === 0 && outgoing === settled) {
           client.write(message);
           return;
@@ -220,7 +227,8 @@ export class ErrorReplyProxy {
         const sent = outgoing
           .then(() => hold?.().catch(() => undefined))
           .then(() => {
-            if (!client.destroyed) client.write(message);
+            if (lose) client.destroy();
+            else if (!client.destroyed) client.write(message);
           });
         outgoing = sent;
         void sent.then(() => {
