@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { mongo, Types } from 'mongoose';
 import { isMalformedGroup } from '../execution/runnable-row';
 import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries';
-import { isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors';
+import { isDocumentUpdateError, isSameRefusal, mayHaveLanded } from '../persistence/database-errors';
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
 import type { JobDocument } from '../persistence/job.schema';
@@ -77,7 +77,9 @@ export class LimitedClaim {
     try {
       result = await this.takeWithSlots(request, row);
     } catch (error) {
-      if (token) await this.tokens.giveBack(token).catch(() => undefined);
+      // A claim that may have landed (its answer lost) keeps its token: the caller reads the row back and may run it,
+      // and a start without its token could exceed the rate. A token kept for nothing costs one start of a window.
+      if (token && !mayHaveLanded(error)) await this.tokens.giveBack(token).catch(() => undefined);
       if (isSlotClash(error)) return { kind: 'contended' };
       throw error;
     }

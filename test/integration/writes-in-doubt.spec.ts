@@ -35,6 +35,15 @@ class Handlers {
   }
 }
 
+/** One start per minute: a claim of this name takes a rate token first. */
+@Injectable()
+class RatedHandlers {
+  @JobHandler('rated', { rateLimit: { max: 1, perMs: 60_000 } })
+  rated(_payload: unknown, ctx: JobExecutionContext) {
+    count(ctx.jobId);
+  }
+}
+
 /** A claim of a pending row: one `findAndModify` that sets `status: 'running'`. */
 const isClaim = (command: Document) =>
   command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
@@ -240,5 +249,35 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     expect(row).toMatchObject({ status: 'pending', attemptCount: 0 });
     expect(row?.lockedBy).toBeUndefined();
     expect(calls.get(job.id)).toBeUndefined();
+  });
+  it('keeps the rate token of a limited claim whose answer was lost and that ran after all', async () => {
+    // The checker's long seed 100 (issue 24): the claim's answer was lost, its token was given back, the row was
+    // read back and run, and a fifth start fitted into a window of four.
+    const dbName = uniqueDatabaseName('rated-in-doubt');
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { pollIntervalMs: 20, leaseMs: 1_000, heartbeatIntervalMs: 300 },
+      providers: [RatedHandlers],
+    });
+    try {
+      const startedAt = Date.now();
+      const runAt = new Date(startedAt + 300);
+      const rule = proxy.interceptReply({
+        // The claim of the pending row itself (not a reclaim search of running rows that finds nothing).
+        match: (command) =>
+          isClaim(command) && (command.query as Document).status === 'pending' && Date.now() >= runAt.getTime(),
+        action: { lose: true },
+      });
+      const job = await app.jobs.enqueue('rated', { case: 'lost limited claim' }, { runAt, maxAttempts: 1 });
+      expect(await finished(app, job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
+      expect(rule.answered).toBe(1);
+      expect(calls.get(job.id)).toBe(1);
+      // The start used the name's only token: it stays used for the window (given back, it read the epoch again).
+      const tokens = await client.db(dbName).collection('jobs_rate_tokens').find({ name: 'rated' }).toArray();
+      expect(tokens.map((token) => (token.lastStartAt as Date).getTime() >= startedAt)).toEqual([true]);
+    } finally {
+      await app.close();
+    }
   });
 });
