@@ -13,6 +13,9 @@ module.exports = {
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
   },
+  // The library's sources import each other with `.js` (what Node's ES module resolution needs in dist/esm/); jest
+  // resolves them to the `.ts` files.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   setupFiles: ['reflect-metadata'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -1,10 +1,10 @@
-import { InvalidOptionError } from './errors/invalid-option.error';
-import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './jobs.constants';
-import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
-import { resolveModuleRetention } from './retention/retention.resolver';
-import { resolveTelemetry } from './telemetry/telemetry.resolver';
-import { duration, nonEmptyString, positiveInteger } from './utils/validate';
-import { defaultWorkerId } from './utils/worker-id';
+import { InvalidOptionError } from './errors/invalid-option.error.js';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './jobs.constants.js';
+import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options.js';
+import { resolveModuleRetention } from './retention/retention.resolver.js';
+import { resolveTelemetry } from './telemetry/telemetry.resolver.js';
+import { duration, nonEmptyString, positiveInteger } from './utils/validate.js';
+import { defaultWorkerId } from './utils/worker-id.js';
 
 /** The one place defaults are merged; every rule failure names the option. */
 export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJobsOptions {

@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { JobsModuleExtras, JobsModuleOptions } from './jobs.options';
+import type { JobsModuleExtras, JobsModuleOptions } from './jobs.options.js';
 
 export const {
   ConfigurableModuleClass: ConfigurableJobsModule,

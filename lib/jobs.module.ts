@@ -2,43 +2,43 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
-import { ClaimsInDoubt } from './claim/claims-in-doubt';
-import { JobClaimService } from './claim/job-claim.service';
-import { JobHandlerRegistry } from './discovery/job-handler.registry';
-import { JobsExplorer } from './discovery/jobs.explorer';
-import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor';
-import { JobDocumentFactory } from './enqueue/job-document.factory';
-import { JobEnqueuer } from './enqueue/job-enqueuer.service';
-import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error';
-import { JobEvents } from './events/job-events';
-import { JobFinalizer } from './execution/job-finalizer.service';
-import { JobRunner } from './execution/job-runner.service';
-import { WorkerPresenceService } from './fleet/worker-presence.service';
-import { WorkersRepository } from './fleet/workers.repository';
-import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants';
+import { ClaimsInDoubt } from './claim/claims-in-doubt.js';
+import { JobClaimService } from './claim/job-claim.service.js';
+import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
+import { JobsExplorer } from './discovery/jobs.explorer.js';
+import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor.js';
+import { JobDocumentFactory } from './enqueue/job-document.factory.js';
+import { JobEnqueuer } from './enqueue/job-enqueuer.service.js';
+import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error.js';
+import { JobEvents } from './events/job-events.js';
+import { JobFinalizer } from './execution/job-finalizer.service.js';
+import { JobRunner } from './execution/job-runner.service.js';
+import { WorkerPresenceService } from './fleet/worker-presence.service.js';
+import { WorkersRepository } from './fleet/workers.repository.js';
+import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants.js';
 import {
   ConfigurableJobsModule,
   JOBS_ASYNC_OPTIONS_TYPE,
   JOBS_MODULE_OPTIONS,
   JOBS_OPTIONS_TYPE,
-} from './jobs.module-definition';
-import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options';
-import { JobsService } from './jobs.service';
-import { resolveJobsOptions } from './jobs-options.resolver';
-import { LeaseHeartbeat } from './lease/lease-heartbeat.service';
-import { LimitedClaim } from './limits/limited-claim';
-import { RateTokensRepository } from './limits/rate-tokens.repository';
-import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
-import { createJobSchema, type JobDocument } from './persistence/job.schema';
-import { JobIndexes } from './persistence/job-indexes.service';
-import { JobsRepository } from './persistence/jobs.repository';
-import { JobRetention } from './retention/job-retention.service';
-import { RetentionSweeper } from './retention/retention-sweeper.service';
-import { JobsCronScheduler } from './schedule/jobs-cron.scheduler';
-import { ShutdownDeadline } from './shutdown/shutdown-deadline';
-import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider';
-import { JobWaiter } from './waiting/job-waiter.service';
-import { JobsDrainer } from './waiting/jobs-drainer';
+} from './jobs.module-definition.js';
+import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options.js';
+import { JobsService } from './jobs.service.js';
+import { resolveJobsOptions } from './jobs-options.resolver.js';
+import { LeaseHeartbeat } from './lease/lease-heartbeat.service.js';
+import { LimitedClaim } from './limits/limited-claim.js';
+import { RateTokensRepository } from './limits/rate-tokens.repository.js';
+import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
+import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
+import { JobIndexes } from './persistence/job-indexes.service.js';
+import { JobsRepository } from './persistence/jobs.repository.js';
+import { JobRetention } from './retention/job-retention.service.js';
+import { RetentionSweeper } from './retention/retention-sweeper.service.js';
+import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
+import { ShutdownDeadline } from './shutdown/shutdown-deadline.js';
+import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
+import { JobWaiter } from './waiting/job-waiter.service.js';
+import { JobsDrainer } from './waiting/jobs-drainer.js';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then

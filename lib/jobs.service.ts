@@ -1,21 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { Observable } from 'rxjs';
-import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service';
-import { JobHandlerRegistry } from './discovery/job-handler.registry';
-import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service';
-import { DedupeConflictError } from './errors/dedupe-conflict.error';
-import { InvalidDurationError } from './errors/invalid-duration.error';
-import { InvalidJobIdError } from './errors/invalid-job-id.error';
-import { JobCancelledError } from './errors/job-cancelled.error';
-import type { JobEvent } from './events/job-event';
-import { JobEvents } from './events/job-events';
-import { JobRunner } from './execution/job-runner.service';
-import type { JobsWorker } from './fleet/jobs-worker';
-import { toJobsWorker } from './fleet/worker-presence';
-import { WorkersRepository } from './fleet/workers.repository';
-import { JOBS_RESOLVED_OPTIONS } from './jobs.constants';
-import type { ResolvedJobsOptions } from './jobs.options';
+import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service.js';
+import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
+import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service.js';
+import { DedupeConflictError } from './errors/dedupe-conflict.error.js';
+import { InvalidDurationError } from './errors/invalid-duration.error.js';
+import { InvalidJobIdError } from './errors/invalid-job-id.error.js';
+import { JobCancelledError } from './errors/job-cancelled.error.js';
+import type { JobEvent } from './events/job-event.js';
+import { JobEvents } from './events/job-events.js';
+import { JobRunner } from './execution/job-runner.service.js';
+import type { JobsWorker } from './fleet/jobs-worker.js';
+import { toJobsWorker } from './fleet/worker-presence.js';
+import { WorkersRepository } from './fleet/workers.repository.js';
+import { JOBS_RESOLVED_OPTIONS } from './jobs.constants.js';
+import type { ResolvedJobsOptions } from './jobs.options.js';
 import type {
   EnqueuedJobRecord,
   EnqueueItem,
@@ -23,21 +23,21 @@ import type {
   EnqueueOptions,
   RunNowConflictReason,
   RunNowOutcome,
-} from './jobs.types';
-import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor';
-import type { JobsWorkerStatus } from './liveness/jobs-worker-status';
-import type { WorkerStatusOptions } from './liveness/worker-status-options';
-import { isInSource } from './persistence/claim-queries';
-import { type JobDocument, toJobRecord } from './persistence/job.schema';
-import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types';
-import { JobsRepository } from './persistence/jobs.repository';
-import { collectJobMetrics, type JobMetrics } from './query/job-metrics';
-import { type JobMetricsOptions, resolveMetricsOptions } from './query/job-metrics-options';
-import { encodeListCursor } from './query/list-cursor';
-import { type JobListPage, type ListJobsOptions, resolveListQuery } from './query/list-jobs-options';
-import { JobRetention } from './retention/job-retention.service';
-import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from './retention/purge-options';
-import { SWEEP_BATCH_SIZE } from './retention/retention-sweeper.service';
+} from './jobs.types.js';
+import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
+import type { JobsWorkerStatus } from './liveness/jobs-worker-status.js';
+import type { WorkerStatusOptions } from './liveness/worker-status-options.js';
+import { isInSource } from './persistence/claim-queries.js';
+import { type JobDocument, toJobRecord } from './persistence/job.schema.js';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types.js';
+import { JobsRepository } from './persistence/jobs.repository.js';
+import { collectJobMetrics, type JobMetrics } from './query/job-metrics.js';
+import { type JobMetricsOptions, resolveMetricsOptions } from './query/job-metrics-options.js';
+import { encodeListCursor } from './query/list-cursor.js';
+import { type JobListPage, type ListJobsOptions, resolveListQuery } from './query/list-jobs-options.js';
+import { JobRetention } from './retention/job-retention.service.js';
+import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from './retention/purge-options.js';
+import { SWEEP_BATCH_SIZE } from './retention/retention-sweeper.service.js';
 import type {
   CatalogueEnqueueArgs,
   DeclaredJobName,
@@ -45,13 +45,13 @@ import type {
   JobPayloads,
   UncataloguedEnqueueArgs,
   UncataloguedJobName,
-} from './types/job-catalogue';
-import { now } from './utils/clock';
-import { parseJobId } from './utils/job-id';
-import { isDuration } from './utils/validate';
-import type { DrainOptions } from './waiting/drain-options';
-import { JobWaiter } from './waiting/job-waiter.service';
-import { JobsDrainer } from './waiting/jobs-drainer';
+} from './types/job-catalogue.js';
+import { now } from './utils/clock.js';
+import { parseJobId } from './utils/job-id.js';
+import { isDuration } from './utils/validate.js';
+import type { DrainOptions } from './waiting/drain-options.js';
+import { JobWaiter } from './waiting/job-waiter.service.js';
+import { JobsDrainer } from './waiting/jobs-drainer.js';
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()

@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import { mayHaveLanded } from '../persistence/database-errors';
-import type { JobDocument } from '../persistence/job.schema';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
-import { errorInfo } from '../utils/error-info';
-import { raceTimeout } from '../utils/race-timeout';
+import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
+import { mayHaveLanded } from '../persistence/database-errors.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
+import { errorInfo } from '../utils/error-info.js';
+import { raceTimeout } from '../utils/race-timeout.js';
 
 /** Waits between reads of a claim in doubt: 50 ms doubling, at most 1 s. */
 const READ_RETRY_BASE_MS = 50;

@@ -1,24 +1,24 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import { Types } from 'mongoose';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { JobEvents } from '../events/job-events';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits';
-import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim';
-import type { ClaimScope, ClaimSource } from '../persistence/claim-queries';
-import { classifyWriteError, isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors';
-import type { JobDocument } from '../persistence/job.schema';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { JobRetention } from '../retention/job-retention.service';
-import type { ClaimedJob } from '../types/claimed-job';
-import { addMs, now } from '../utils/clock';
-import { errorInfo } from '../utils/error-info';
-import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips';
-import { ClaimsInDoubt } from './claims-in-doubt';
-import { LockIdSequence } from './lock-id';
-import { SetAsideIds } from './set-aside-ids';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { JobEvents } from '../events/job-events.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits.js';
+import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim.js';
+import type { ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
+import { classifyWriteError, isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobRetention } from '../retention/job-retention.service.js';
+import type { ClaimedJob } from '../types/claimed-job.js';
+import { addMs, now } from '../utils/clock.js';
+import { errorInfo } from '../utils/error-info.js';
+import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
+import { ClaimsInDoubt } from './claims-in-doubt.js';
+import { LockIdSequence } from './lock-id.js';
+import { SetAsideIds } from './set-aside-ids.js';
 
 /**
  * What `claimById` did: claimed the row, dead-lettered it (its lost attempt was its last), set it aside as `failed`

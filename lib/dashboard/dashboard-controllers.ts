@@ -13,31 +13,31 @@ import {
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import { JobStateConflictError } from '../errors/job-state-conflict.error';
-import type { JobsError } from '../errors/jobs.error';
-import type { JobsWorker } from '../fleet/jobs-worker';
-import { jobErrorMessage } from '../http/job-error-message';
-import { jobErrorStatus } from '../http/job-error-status';
-import { JobsExceptionFilter } from '../http/jobs-exception.filter';
-import { requireJob } from '../http/require-job';
-import { JobsService } from '../jobs.service';
-import type { JobRecord, JobStatus } from '../persistence/job.types';
-import type { JobMetrics } from '../query/job-metrics';
-import { MAX_PURGE_LIMIT } from '../retention/purge-options';
-import { type BulkRetryResult, bulkRetry } from './bulk-retry';
-import { createDashboardPageController } from './dashboard-page.controller';
+import { JobStateConflictError } from '../errors/job-state-conflict.error.js';
+import type { JobsError } from '../errors/jobs.error.js';
+import type { JobsWorker } from '../fleet/jobs-worker.js';
+import { jobErrorMessage } from '../http/job-error-message.js';
+import { jobErrorStatus } from '../http/job-error-status.js';
+import { JobsExceptionFilter } from '../http/jobs-exception.filter.js';
+import { requireJob } from '../http/require-job.js';
+import { JobsService } from '../jobs.service.js';
+import type { JobRecord, JobStatus } from '../persistence/job.types.js';
+import type { JobMetrics } from '../query/job-metrics.js';
+import { MAX_PURGE_LIMIT } from '../retention/purge-options.js';
+import { type BulkRetryResult, bulkRetry } from './bulk-retry.js';
+import { createDashboardPageController } from './dashboard-page.controller.js';
 import {
   jsonObject,
   listOptionsFromQuery,
   metricsOptionsFromQuery,
   purgeOptionsFromBody,
   type QueryString,
-} from './dashboard-query';
-import { type DashboardJobRecord, dashboardRecord } from './dashboard-record';
-import { DashboardRequestGuard } from './dashboard-request.guard';
-import { findDashboardJob } from './find-job';
-import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
-import { DashboardRouteMetadata } from './route-metadata';
+} from './dashboard-query.js';
+import { type DashboardJobRecord, dashboardRecord } from './dashboard-record.js';
+import { DashboardRequestGuard } from './dashboard-request.guard.js';
+import { findDashboardJob } from './find-job.js';
+import type { ResolvedDashboardOptions } from './jobs-dashboard.options.js';
+import { DashboardRouteMetadata } from './route-metadata.js';
 
 /** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
 const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfies Record<string, JobStatus>;

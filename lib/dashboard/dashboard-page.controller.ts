@@ -9,9 +9,9 @@ import {
   type Type,
   UseGuards,
 } from '@nestjs/common';
-import { loadDashboardPage } from './dashboard-page';
-import type { ResolvedDashboardOptions } from './jobs-dashboard.options';
-import { DashboardRouteMetadata } from './route-metadata';
+import { loadDashboardPage } from './dashboard-page.js';
+import type { ResolvedDashboardOptions } from './jobs-dashboard.options.js';
+import { DashboardRouteMetadata } from './route-metadata.js';
 
 /** Same-origin only: the page runs its own script and styles and talks to its own API, nothing inline or remote. */
 const CONTENT_SECURITY_POLICY =

@@ -1,5 +1,5 @@
 import { type CanActivate, type ExecutionContext, ForbiddenException } from '@nestjs/common';
-import { type CrossSiteCheckRequest, crossSiteRefusal } from './cross-site-request';
+import { type CrossSiteCheckRequest, crossSiteRefusal } from './cross-site-request.js';
 
 /** The header every state-changing dashboard call carries. */
 export const DASHBOARD_HEADER = 'x-jobs-dashboard';

@@ -1,6 +1,6 @@
 import { type DynamicModule, Module } from '@nestjs/common';
-import { createDashboardControllers } from './dashboard-controllers';
-import { type JobsDashboardOptions, resolveDashboardOptions } from './jobs-dashboard.options';
+import { createDashboardControllers } from './dashboard-controllers.js';
+import { type JobsDashboardOptions, resolveDashboardOptions } from './jobs-dashboard.options.js';
 
 /**
  * The jobs dashboard's page at `<path>` and JSON API under `<path>/api/`, next to a `JobsModule` import. Every route is

@@ -1,8 +1,8 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { resolveAllowedOrigins } from './allowed-origins';
-import { resolveRouteMetadata } from './route-metadata';
+import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { resolveAllowedOrigins } from './allowed-origins.js';
+import { resolveRouteMetadata } from './route-metadata.js';
 
 /** Options of `JobsDashboardModule.forRoot`. */
 export interface JobsDashboardOptions {

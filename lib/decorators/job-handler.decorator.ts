@@ -1,8 +1,8 @@
 import { SetMetadata } from '@nestjs/common';
-import { JOB_HANDLER_METADATA } from '../jobs.constants';
-import type { DeclaredJobName, JobPayloads, JobResults, StoredPayload } from '../types/job-catalogue';
-import type { JobExecutionContext } from '../types/job-execution-context';
-import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler.options';
+import { JOB_HANDLER_METADATA } from '../jobs.constants.js';
+import type { DeclaredJobName, JobPayloads, JobResults, StoredPayload } from '../types/job-catalogue.js';
+import type { JobExecutionContext } from '../types/job-execution-context.js';
+import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler.options.js';
 
 /**
  * The payload a handler of `TName` must accept: the declared one as stored, else anything (an undeclared name's handler types

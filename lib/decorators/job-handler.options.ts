@@ -1,4 +1,4 @@
-import type { BackoffOptions, HandlerRetentionOptions } from '../jobs.options';
+import type { BackoffOptions, HandlerRetentionOptions } from '../jobs.options.js';
 
 /** Per-handler options of `@JobHandler(name, options)`; unset ones fall back to the module's. */
 export interface JobHandlerOptions {

@@ -1,16 +1,16 @@
 import type { CronTime } from 'cron';
 import { IANAZone } from 'luxon';
-import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-handler.options';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { resolveFleetLimits } from '../limits/fleet-limits.resolver';
-import { resolveHandlerRetention } from '../retention/retention.resolver';
-import { parseCron } from '../schedule/cron-fields';
-import { CronSchedule } from '../schedule/cron-schedule';
-import type { BoundJobHandler, RegisteredJobHandler } from '../types/registered-job-handler';
-import { errorInfo } from '../utils/error-info';
-import { duration, positiveInteger } from '../utils/validate';
+import type { JobHandlerMetadata, JobHandlerOptions } from '../decorators/job-handler.options.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { resolveFleetLimits } from '../limits/fleet-limits.resolver.js';
+import { resolveHandlerRetention } from '../retention/retention.resolver.js';
+import { parseCron } from '../schedule/cron-fields.js';
+import { CronSchedule } from '../schedule/cron-schedule.js';
+import type { BoundJobHandler, RegisteredJobHandler } from '../types/registered-job-handler.js';
+import { errorInfo } from '../utils/error-info.js';
+import { duration, positiveInteger } from '../utils/validate.js';
 
 /** Validates a decorator's name and options and merges them with the module's. */
 export function resolveJobHandler(

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error';
-import type { RegisteredJobHandler } from '../types/registered-job-handler';
+import { DuplicateJobHandlerError } from '../errors/duplicate-job-handler.error.js';
+import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
 
 /** name → handler. Filled by the explorer at bootstrap, read by the runner and JobsService. */
 @Injectable()

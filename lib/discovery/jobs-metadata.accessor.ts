@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { JobHandlerMetadata } from '../decorators/job-handler.options';
-import { JOB_HANDLER_METADATA } from '../jobs.constants';
+import type { JobHandlerMetadata } from '../decorators/job-handler.options.js';
+import { JOB_HANDLER_METADATA } from '../jobs.constants.js';
 
 /** Reads `@JobHandler` metadata off a method. */
 @Injectable()

@@ -1,14 +1,14 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
-import { JobsModuleImportedTwiceError } from '../errors/jobs-module-imported-twice.error';
-import { RequestScopedJobHandlerError } from '../errors/request-scoped-job-handler.error';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import type { BoundJobHandler } from '../types/registered-job-handler';
-import { JobHandlerRegistry } from './job-handler.registry';
-import { resolveJobHandler } from './job-handler-options.resolver';
-import { JobsMetadataAccessor } from './jobs-metadata.accessor';
+import { JobsModuleImportedTwiceError } from '../errors/jobs-module-imported-twice.error.js';
+import { RequestScopedJobHandlerError } from '../errors/request-scoped-job-handler.error.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import type { BoundJobHandler } from '../types/registered-job-handler.js';
+import { JobHandlerRegistry } from './job-handler.registry.js';
+import { resolveJobHandler } from './job-handler-options.resolver.js';
+import { JobsMetadataAccessor } from './jobs-metadata.accessor.js';
 
 /** Finds `@JobHandler` methods on providers and controllers and binds them into the registry. */
 @Injectable()

@@ -1,6 +1,6 @@
 import type { ClientSession } from 'mongoose';
-import { InvalidSessionError } from '../errors/invalid-session.error';
-import { describeValue } from '../utils/describe-value';
+import { InvalidSessionError } from '../errors/invalid-session.error.js';
+import { describeValue } from '../utils/describe-value.js';
 
 /**
  * The `session` option of an enqueue, checked before anything is written: undefined, or a live `ClientSession` that

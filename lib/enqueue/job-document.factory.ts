@@ -1,17 +1,22 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DateTime } from 'luxon';
 import { Types } from 'mongoose';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
-import { JobsExplorer } from '../discovery/jobs.explorer';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { UnknownJobError } from '../errors/unknown-job.error';
-import { JOBS_RESOLVED_OPTIONS, MAX_DURATION_MS, MAX_ENQUEUE_ATTEMPTS, MAX_JOB_NAME_LENGTH } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import type { EnqueueOptions } from '../jobs.types';
-import { dedupeScope } from '../persistence/dedupe-scope';
-import type { NewJobDocument } from '../types/new-job-document';
-import { addMs, now } from '../utils/clock';
-import { assertStorablePayload } from '../utils/payload-validator';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { JobsExplorer } from '../discovery/jobs.explorer.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { UnknownJobError } from '../errors/unknown-job.error.js';
+import {
+  JOBS_RESOLVED_OPTIONS,
+  MAX_DURATION_MS,
+  MAX_ENQUEUE_ATTEMPTS,
+  MAX_JOB_NAME_LENGTH,
+} from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import type { EnqueueOptions } from '../jobs.types.js';
+import { dedupeScope } from '../persistence/dedupe-scope.js';
+import type { NewJobDocument } from '../types/new-job-document.js';
+import { addMs, now } from '../utils/clock.js';
+import { assertStorablePayload } from '../utils/payload-validator.js';
 import {
   duration,
   finiteNumber,
@@ -19,8 +24,8 @@ import {
   nonEmptyString,
   onlyKnownKeys,
   positiveInteger,
-} from '../utils/validate';
-import { ENQUEUE_OPTION_KEYS } from './enqueue-option-keys';
+} from '../utils/validate.js';
+import { ENQUEUE_OPTION_KEYS } from './enqueue-option-keys.js';
 
 /** Longest `group` enqueue option. */
 const MAX_GROUP_LENGTH = 256;

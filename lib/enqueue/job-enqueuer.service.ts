@@ -1,20 +1,20 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
-import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { JobEvents } from '../events/job-events';
-import { JobRunner } from '../execution/job-runner.service';
-import { DEDUPE_WRITE_TRIES } from '../jobs.constants';
-import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../jobs.types';
-import type { JobDocument } from '../persistence/job.schema';
-import { type InsertOutcome, JobsRepository } from '../persistence/jobs.repository';
-import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
-import type { NewJobDocument } from '../types/new-job-document';
-import { onlyKnownKeys } from '../utils/validate';
-import { afterCommit } from './after-commit';
-import { ENQUEUE_ITEM_KEYS, ENQUEUE_MANY_OPTION_KEYS } from './enqueue-option-keys';
-import { requireEnqueueSession } from './enqueue-session';
-import { JobDocumentFactory } from './job-document.factory';
+import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { JobEvents } from '../events/job-events.js';
+import { JobRunner } from '../execution/job-runner.service.js';
+import { DEDUPE_WRITE_TRIES } from '../jobs.constants.js';
+import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../jobs.types.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import { type InsertOutcome, JobsRepository } from '../persistence/jobs.repository.js';
+import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry.js';
+import type { NewJobDocument } from '../types/new-job-document.js';
+import { onlyKnownKeys } from '../utils/validate.js';
+import { afterCommit } from './after-commit.js';
+import { ENQUEUE_ITEM_KEYS, ENQUEUE_MANY_OPTION_KEYS } from './enqueue-option-keys.js';
+import { requireEnqueueSession } from './enqueue-session.js';
+import { JobDocumentFactory } from './job-document.factory.js';
 
 /** A stored job, or the pending/running job of its name that holds its dedupe key (`deduplicated`). */
 export interface EnqueueResult {

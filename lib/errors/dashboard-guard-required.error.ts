@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** `JobsDashboardModule.forRoot` was given no `guard` and not `allowAnonymous: true`: the dashboard would be open. */
 export class DashboardGuardRequiredError extends JobsError {

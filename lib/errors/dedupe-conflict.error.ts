@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** `retry()` of a job whose dedupe key another pending or running job of the same name holds; nothing changed. */
 export class DedupeConflictError extends JobsError {

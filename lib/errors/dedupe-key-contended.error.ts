@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * `enqueue`/`enqueueMany` with a dedupe key found it held, then free, again and again: each time it looked, the holder

@@ -1,4 +1,4 @@
-import { WaitTimeoutError } from './wait-timeout.error';
+import { WaitTimeoutError } from './wait-timeout.error.js';
 
 /** One name and status a drain was still waiting for when it gave up. */
 export interface DrainLeftover {

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** Two `@JobHandler` methods claim the same job name. */
 export class DuplicateJobHandlerError extends JobsError {

@@ -1,5 +1,5 @@
-import type { GuaranteeIndex, IndexProblem } from '../persistence/guarantee-indexes';
-import { JobsError } from './jobs.error';
+import type { GuaranteeIndex, IndexProblem } from '../persistence/guarantee-indexes.js';
+import { JobsError } from './jobs.error.js';
 
 /**
  * Bootstrap found that an index an exactly-once promise depends on (dedupe keys, cron ticks) is missing, or that

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** Creating or checking the jobs collection's indexes at bootstrap got no answer in time; bootstrap fails. */
 export class IndexSetupTimeoutError extends JobsError {

@@ -1,5 +1,5 @@
-import { describeValue } from '../utils/describe-value';
-import { JobsError } from './jobs.error';
+import { describeValue } from '../utils/describe-value.js';
+import { JobsError } from './jobs.error.js';
 
 /** A `list` cursor that `list` did not hand out (altered, truncated, or from elsewhere); it never reaches a query. */
 export class InvalidCursorError extends JobsError {

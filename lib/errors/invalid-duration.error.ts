@@ -1,5 +1,5 @@
-import { describeValue } from '../utils/describe-value';
-import { JobsError } from './jobs.error';
+import { describeValue } from '../utils/describe-value.js';
+import { JobsError } from './jobs.error.js';
 
 /** A duration (e.g. for `ctx.extendLockTime`) that is not a number of milliseconds in (0, 1e12]. */
 export class InvalidDurationError extends JobsError {

@@ -1,5 +1,5 @@
-import { describeValue } from '../utils/describe-value';
-import { JobsError } from './jobs.error';
+import { describeValue } from '../utils/describe-value.js';
+import { JobsError } from './jobs.error.js';
 
 /** An id that is not a 24-character hex ObjectId string; it never reaches a query. */
 export class InvalidJobIdError extends JobsError {

@@ -1,5 +1,5 @@
-import { describeValue } from '../utils/describe-value';
-import { JobsError } from './jobs.error';
+import { describeValue } from '../utils/describe-value.js';
+import { JobsError } from './jobs.error.js';
 
 /** An option (module, handler or enqueue option) with a value outside its rule. */
 export class InvalidOptionError extends JobsError {

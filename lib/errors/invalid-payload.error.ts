@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** A payload that MongoDB cannot store as plain data; nothing was written. */
 export class InvalidPayloadError extends JobsError {

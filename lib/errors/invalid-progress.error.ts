@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * A value passed to `ctx.updateProgress` that is neither a number from 0 to 100 nor a small plain object MongoDB can

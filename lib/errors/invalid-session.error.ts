@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * The `session` given to `enqueue`/`enqueueMany` cannot carry the enqueue: not a MongoDB `ClientSession`, started on

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * `JobsService.cancel()` was called for a running job: its signal is aborted with this (at once in the cancelling

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * A retry or cancel of a job whose current status does not allow it: retry revives a `dead`, `failed` or

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** The handler ran longer than its `timeoutMs`; the signal is aborted with this and the attempt fails. */
 export class JobTimeoutError extends JobsError {

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** `JobsModule.forRoot()` reached one application twice: two workers and an ambiguous `JobsService`. */
 export class JobsModuleImportedTwiceError extends JobsError {

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * The execution no longer owns its job: the lease expired before a renewal landed, or another

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** No `@nestjs/mongoose` connection of the name `JobsModule` was given (or the default one) in the application. */
 export class MongooseConnectionMissingError extends JobsError {

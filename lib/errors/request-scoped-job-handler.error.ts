@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** A `@JobHandler` on a provider that only exists inside a request; a background job never has one. */
 export class RequestScopedJobHandlerError extends JobsError {

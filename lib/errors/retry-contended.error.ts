@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** `retry()` found the job changed between its read and its write, again and again; nothing changed. Retry again. */
 export class RetryContendedError extends JobsError {

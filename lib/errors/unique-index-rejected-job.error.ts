@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * A unique index this version does not use (the application's own, or an older version's `dedupe`) rejected a job:

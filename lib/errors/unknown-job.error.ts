@@ -1,5 +1,5 @@
-import { describeValue } from '../utils/describe-value';
-import { JobsError } from './jobs.error';
+import { describeValue } from '../utils/describe-value.js';
+import { JobsError } from './jobs.error.js';
 
 /** `enqueue` named a job that no `@JobHandler` in this process handles (pass `{ strict: false }` to allow it). */
 export class UnknownJobError extends JobsError {

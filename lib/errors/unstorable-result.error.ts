@@ -1,4 +1,4 @@
-import { UnrecoverableJobError } from './unrecoverable-job.error';
+import { UnrecoverableJobError } from './unrecoverable-job.error.js';
 
 /**
  * A handler resolved a value MongoDB cannot store as the job's `result` (same rules as payloads, and the job document

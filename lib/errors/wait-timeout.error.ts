@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /**
  * `JobsService.waitUntilFinished` gave up: the job was not completed, dead, failed or cancelled within `timeoutMs`.

@@ -1,4 +1,4 @@
-import { JobsError } from './jobs.error';
+import { JobsError } from './jobs.error.js';
 
 /** The worker shut down before the handler finished; the job goes back to `pending` with no attempt counted. */
 export class WorkerShutdownError extends JobsError {

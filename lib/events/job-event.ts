@@ -1,4 +1,4 @@
-import type { JobProgress } from '../persistence/job.types';
+import type { JobProgress } from '../persistence/job.types.js';
 
 /** What happened to a job in this process. */
 export type JobEventType =

@@ -1,10 +1,10 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { type Observable, Subject } from 'rxjs';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import type { JobProgress } from '../persistence/job.types';
-import { now } from '../utils/clock';
-import { IsolatedObservable } from './isolated-observable';
-import type { JobEvent, JobEventType } from './job-event';
+import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
+import type { JobProgress } from '../persistence/job.types.js';
+import { now } from '../utils/clock.js';
+import { IsolatedObservable } from './isolated-observable.js';
+import type { JobEvent, JobEventType } from './job-event.js';
 
 /** The job an event is about. */
 export type JobEventSubject = Pick<JobEvent, 'jobId' | 'name' | 'attempt'>;

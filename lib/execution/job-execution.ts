@@ -1,15 +1,15 @@
-import { JobCancelledError } from '../errors/job-cancelled.error';
-import { JobTimeoutError } from '../errors/job-timeout.error';
-import { LeaseLostError } from '../errors/lease-lost.error';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error';
-import type { Lease } from '../lease/lease';
-import type { JobProgress } from '../persistence/job.types';
-import type { ClaimedJob } from '../types/claimed-job';
-import type { JobExecutionContext } from '../types/job-execution-context';
-import type { RegisteredJobHandler } from '../types/registered-job-handler';
-import { decodePayload } from '../utils/payload-codec';
-import { progressSnapshot } from '../utils/progress-validator';
-import { raceTimeout } from '../utils/race-timeout';
+import { JobCancelledError } from '../errors/job-cancelled.error.js';
+import { JobTimeoutError } from '../errors/job-timeout.error.js';
+import { LeaseLostError } from '../errors/lease-lost.error.js';
+import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
+import type { Lease } from '../lease/lease.js';
+import type { JobProgress } from '../persistence/job.types.js';
+import type { ClaimedJob } from '../types/claimed-job.js';
+import type { JobExecutionContext } from '../types/job-execution-context.js';
+import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
+import { decodePayload } from '../utils/payload-codec.js';
+import { progressSnapshot } from '../utils/progress-validator.js';
+import { raceTimeout } from '../utils/race-timeout.js';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
 export type ExecutionOutcome =

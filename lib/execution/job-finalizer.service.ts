@@ -1,16 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { UnrecoverableJobError } from '../errors/unrecoverable-job.error';
-import { JobEvents, type OutcomeSlot } from '../events/job-events';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { JobRetention } from '../retention/job-retention.service';
-import type { ClaimedJob } from '../types/claimed-job';
-import { backoffDelayMs } from '../utils/backoff';
-import { addMs, now } from '../utils/clock';
-import { errorInfo } from '../utils/error-info';
-import { assertStorableResult } from '../utils/result-validator';
-import type { ExecutionOutcome, JobExecution } from './job-execution';
-import { type OutcomeWrite, persistOutcome } from './outcome-persistence';
+import { UnrecoverableJobError } from '../errors/unrecoverable-job.error.js';
+import { JobEvents, type OutcomeSlot } from '../events/job-events.js';
+import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobRetention } from '../retention/job-retention.service.js';
+import type { ClaimedJob } from '../types/claimed-job.js';
+import { backoffDelayMs } from '../utils/backoff.js';
+import { addMs, now } from '../utils/clock.js';
+import { errorInfo } from '../utils/error-info.js';
+import { assertStorableResult } from '../utils/result-validator.js';
+import type { ExecutionOutcome, JobExecution } from './job-execution.js';
+import { type OutcomeWrite, persistOutcome } from './outcome-persistence.js';
 
 /** Writes an execution's result, fenced by its lock: a stale owner's late result changes nothing. */
 @Injectable()

@@ -5,26 +5,26 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight';
-import { JobClaimService } from '../claim/job-claim.service';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
-import type { JobCancelledError } from '../errors/job-cancelled.error';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error';
-import { type JobEventSubject, JobEvents } from '../events/job-events';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import type { Lease } from '../lease/lease';
-import { LeaseHeartbeat } from '../lease/lease-heartbeat.service';
-import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
-import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry';
-import type { ClaimedJob } from '../types/claimed-job';
-import type { RegisteredJobHandler } from '../types/registered-job-handler';
-import { now } from '../utils/clock';
-import { type ExecutionOutcome, JobExecution } from './job-execution';
-import { JobFinalizer } from './job-finalizer.service';
-import { describeJobId, whyNotRunnable } from './runnable-row';
-import { SlotReservation } from './slot-reservation';
-import { Wakeup } from './wakeup';
+import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight.js';
+import { JobClaimService } from '../claim/job-claim.service.js';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import type { JobCancelledError } from '../errors/job-cancelled.error.js';
+import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
+import { type JobEventSubject, JobEvents } from '../events/job-events.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import type { Lease } from '../lease/lease.js';
+import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
+import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry.js';
+import type { ClaimedJob } from '../types/claimed-job.js';
+import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
+import { now } from '../utils/clock.js';
+import { type ExecutionOutcome, JobExecution } from './job-execution.js';
+import { JobFinalizer } from './job-finalizer.service.js';
+import { describeJobId, whyNotRunnable } from './runnable-row.js';
+import { SlotReservation } from './slot-reservation.js';
+import { Wakeup } from './wakeup.js';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
 type BurstEnd = 'full' | 'empty' | 'failed';

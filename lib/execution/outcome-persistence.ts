@@ -1,6 +1,6 @@
-import type { Lease } from '../lease/lease';
-import { classifyWriteError, mayHaveLanded } from '../persistence/database-errors';
-import { raceTimeout } from '../utils/race-timeout';
+import type { Lease } from '../lease/lease.js';
+import { classifyWriteError, mayHaveLanded } from '../persistence/database-errors.js';
+import { raceTimeout } from '../utils/race-timeout.js';
 
 /** One owner-fenced outcome write: true when it matched the row this execution owns. */
 export type OutcomeWrite = () => Promise<boolean>;

@@ -1,5 +1,5 @@
-import type { JobDocument } from '../persistence/job.schema';
-import { describeValue } from '../utils/describe-value';
+import type { JobDocument } from '../persistence/job.schema.js';
+import { describeValue } from '../utils/describe-value.js';
 
 /** A readable id for any `_id` a row may have (hex for an ObjectId); never throws. */
 export function describeJobId(id: unknown): string {

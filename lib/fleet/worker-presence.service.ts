@@ -6,22 +6,22 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { JobClaimService } from '../claim/job-claim.service';
-import { JobRunner } from '../execution/job-runner.service';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
-import { addMs, now } from '../utils/clock';
-import { errorInfo } from '../utils/error-info';
-import { LIBRARY_VERSION } from '../version';
+import { JobClaimService } from '../claim/job-claim.service.js';
+import { JobRunner } from '../execution/job-runner.service.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
+import { addMs, now } from '../utils/clock.js';
+import { errorInfo } from '../utils/error-info.js';
+import { LIBRARY_VERSION } from '../version.js';
 import {
   CLEANUP_BATCH_SIZE,
   CLEANUP_EVERY_REFRESHES,
   MISSED_REFRESHES_DELETED,
   MISSED_REFRESHES_GONE,
   presenceRefreshMs,
-} from './presence-timing';
-import { WorkersRepository } from './workers.repository';
+} from './presence-timing.js';
+import { WorkersRepository } from './workers.repository.js';
 
 /**
  * In a worker process, keeps this process's presence document in `<collectionName>_workers` fresh: written at

@@ -1,4 +1,4 @@
-import type { JobsWorker } from './jobs-worker';
+import type { JobsWorker } from './jobs-worker.js';
 
 /**
  * A worker's presence document in `<collectionName>_workers`. The writer stamps when it counts as gone and when it

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import type { JobDocument } from '../persistence/job.schema';
-import type { WorkerPresence, WorkerPresenceDocument } from './worker-presence';
+import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import type { WorkerPresence, WorkerPresenceDocument } from './worker-presence.js';
 
 /** Every query and update on the presence collection, `<collectionName>_workers`, next to the jobs collection. */
 @Injectable()

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { JobsService } from '../jobs.service';
-import type { WorkerStatusOptions } from '../liveness/worker-status-options';
+import { JobsService } from '../jobs.service.js';
+import type { WorkerStatusOptions } from '../liveness/worker-status-options.js';
 
 /**
  * Worker liveness for `@nestjs/terminus` (import from `nestjs-mongo-jobs/health`, so apps without terminus never

@@ -1,8 +1,8 @@
-import { DrainTimeoutError } from '../errors/drain-timeout.error';
-import type { JobsError } from '../errors/jobs.error';
-import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
-import { UnknownJobError } from '../errors/unknown-job.error';
-import { describeValue } from '../utils/describe-value';
+import { DrainTimeoutError } from '../errors/drain-timeout.error.js';
+import type { JobsError } from '../errors/jobs.error.js';
+import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
+import { UnknownJobError } from '../errors/unknown-job.error.js';
+import { describeValue } from '../utils/describe-value.js';
 
 /**
  * The message an HTTP caller gets for a library error it caused. Most messages are about the request and go as they

@@ -1,8 +1,8 @@
 import { type ArgumentsHost, Catch, HttpException } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { JobsError } from '../errors/jobs.error';
-import { jobErrorMessage } from './job-error-message';
-import { jobErrorStatus } from './job-error-status';
+import { JobsError } from '../errors/jobs.error.js';
+import { jobErrorMessage } from './job-error-message.js';
+import { jobErrorStatus } from './job-error-status.js';
 
 /**
  * Answers the library's typed errors with an HTTP status instead of a 500: malformed or unknown id → 404, invalid

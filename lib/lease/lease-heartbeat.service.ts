@@ -1,16 +1,16 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { Types } from 'mongoose';
-import type { JobCancelledError } from '../errors/job-cancelled.error';
-import type { LeaseLostError } from '../errors/lease-lost.error';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import type { JobProgress } from '../persistence/job.types';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { now } from '../utils/clock';
-import { errorInfo } from '../utils/error-info';
-import { HeartbeatClock } from './heartbeat-clock';
-import { Lease } from './lease';
-import { RenewalBatcher } from './renewal-batcher';
+import type { JobCancelledError } from '../errors/job-cancelled.error.js';
+import type { LeaseLostError } from '../errors/lease-lost.error.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import type { JobProgress } from '../persistence/job.types.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { now } from '../utils/clock.js';
+import { errorInfo } from '../utils/error-info.js';
+import { HeartbeatClock } from './heartbeat-clock.js';
+import { Lease } from './lease.js';
+import { RenewalBatcher } from './renewal-batcher.js';
 
 /** The claimed row a lease is opened on, and the lease its handler asked for. */
 export interface LeaseTerms {

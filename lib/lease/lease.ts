@@ -1,12 +1,12 @@
 import { defer, exhaustMap, finalize, Subject, Subscription } from 'rxjs';
-import { InvalidDurationError } from '../errors/invalid-duration.error';
-import { JobCancelledError } from '../errors/job-cancelled.error';
-import { LeaseLostError } from '../errors/lease-lost.error';
-import { MAX_TIMER_MS } from '../jobs.constants';
-import type { JobProgress } from '../persistence/job.types';
-import { isDuration } from '../utils/validate';
-import { HeartbeatClock, type HeartbeatListener, type ScheduledBeat } from './heartbeat-clock';
-import { lockExtensionError } from './lock-extension';
+import { InvalidDurationError } from '../errors/invalid-duration.error.js';
+import { JobCancelledError } from '../errors/job-cancelled.error.js';
+import { LeaseLostError } from '../errors/lease-lost.error.js';
+import { MAX_TIMER_MS } from '../jobs.constants.js';
+import type { JobProgress } from '../persistence/job.types.js';
+import { isDuration } from '../utils/validate.js';
+import { HeartbeatClock, type HeartbeatListener, type ScheduledBeat } from './heartbeat-clock.js';
+import { lockExtensionError } from './lock-extension.js';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on

@@ -1,6 +1,6 @@
 import type { Types } from 'mongoose';
-import type { JobProgress } from '../persistence/job.types';
-import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/jobs.repository';
+import type { JobProgress } from '../persistence/job.types.js';
+import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/jobs.repository.js';
 
 /** Most renewals one command carries; more in one flush are sent as several commands at once. */
 export const MAX_RENEWALS_PER_COMMAND = 1000;

@@ -1,6 +1,6 @@
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { duration, positiveInteger } from '../utils/validate';
-import type { FleetLimits } from './fleet-limits';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { duration, positiveInteger } from '../utils/validate.js';
+import type { FleetLimits } from './fleet-limits.js';
 
 /** Slots per name (and per group): each claim lists them, so they stay a short `$in`. */
 export const MAX_SLOTS = 1000;

@@ -1,16 +1,16 @@
 import { Injectable } from '@nestjs/common';
 import type { mongo, Types } from 'mongoose';
-import { isMalformedGroup } from '../execution/runnable-row';
-import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries';
-import { isDocumentUpdateError, isSameRefusal, mayHaveLanded } from '../persistence/database-errors';
-import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key';
-import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes';
-import type { JobDocument } from '../persistence/job.schema';
-import { JobsRepository } from '../persistence/jobs.repository';
-import type { FleetLimits } from './fleet-limits';
-import { RateTokensRepository, type TakenToken } from './rate-tokens.repository';
-import { slotPrefix } from './slot-keys';
-import { SlotView } from './slot-view';
+import { isMalformedGroup } from '../execution/runnable-row.js';
+import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries.js';
+import { isDocumentUpdateError, isSameRefusal, mayHaveLanded } from '../persistence/database-errors.js';
+import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key.js';
+import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import type { FleetLimits } from './fleet-limits.js';
+import { RateTokensRepository, type TakenToken } from './rate-tokens.repository.js';
+import { slotPrefix } from './slot-keys.js';
+import { SlotView } from './slot-view.js';
 
 /** One claim of a limited name, as the claim service asks for it. */
 export interface LimitedTake {

@@ -1,6 +1,6 @@
-import type { SlotHolder } from '../persistence/claim-queries';
-import type { FleetLimits } from './fleet-limits';
-import { concurrencySlotKey, concurrencySlotKeys, groupSlotKey, parseGroupSlotKey } from './slot-keys';
+import type { SlotHolder } from '../persistence/claim-queries.js';
+import type { FleetLimits } from './fleet-limits.js';
+import { concurrencySlotKey, concurrencySlotKeys, groupSlotKey, parseGroupSlotKey } from './slot-keys.js';
 
 /**
  * What one read of a limited name's slot holders says, at `now`:

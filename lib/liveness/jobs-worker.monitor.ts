@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobRunner } from '../execution/job-runner.service';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { now } from '../utils/clock';
-import { raceTimeout } from '../utils/race-timeout';
-import type { JobsWorkerStatus } from './jobs-worker-status';
-import { resolvePingTimeout, type WorkerStatusOptions } from './worker-status-options';
+import { JobRunner } from '../execution/job-runner.service.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { now } from '../utils/clock.js';
+import { raceTimeout } from '../utils/race-timeout.js';
+import type { JobsWorkerStatus } from './jobs-worker-status.js';
+import { resolvePingTimeout, type WorkerStatusOptions } from './worker-status-options.js';
 
 /** A worker whose poll loop has not finished an iteration for this many poll intervals is stalled. */
 const STALLED_AFTER_POLL_INTERVALS = 3;

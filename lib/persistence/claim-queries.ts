@@ -1,7 +1,7 @@
 import type { mongo, Types } from 'mongoose';
-import { MAX_ATTEMPT_HISTORY } from '../jobs.constants';
-import type { JobDocument } from './job.schema';
-import type { JobAttempt } from './job.types';
+import { MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
+import type { JobDocument } from './job.schema.js';
+import type { JobAttempt } from './job.types.js';
 
 /**
  * How a claim finds and takes a row: the filters, sorts and updates of a claim (`pending`) and a reclaim (`running`),

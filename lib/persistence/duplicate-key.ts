@@ -1,5 +1,5 @@
 import { mongo } from 'mongoose';
-import type { GuaranteeIndex } from './guarantee-indexes';
+import type { GuaranteeIndex } from './guarantee-indexes.js';
 
 /**
  * Reading duplicate-key errors (code 11000): which index refused a write, and on which field. The only place that

@@ -1,13 +1,13 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { IndexConflictError } from '../errors/index-conflict.error';
-import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { errorInfo } from '../utils/error-info';
-import { raceTimeout } from '../utils/race-timeout';
-import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes';
-import { JobsRepository } from './jobs.repository';
-import { isLegacyClaimIndex } from './legacy-claim-index';
+import { IndexConflictError } from '../errors/index-conflict.error.js';
+import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { errorInfo } from '../utils/error-info.js';
+import { raceTimeout } from '../utils/race-timeout.js';
+import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes.js';
+import { JobsRepository } from './jobs.repository.js';
+import { isLegacyClaimIndex } from './legacy-claim-index.js';
 
 /**
  * Bootstrap step: creates the collection's indexes, refuses to start unless every index an exactly-once promise depends

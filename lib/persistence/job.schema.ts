@@ -1,14 +1,14 @@
 import { Schema, Types } from 'mongoose';
-import { describeJobId } from '../execution/runnable-row';
-import { decodePayload } from '../utils/payload-codec';
+import { describeJobId } from '../execution/runnable-row.js';
+import { decodePayload } from '../utils/payload-codec.js';
 import {
   CONCURRENCY_SLOT_INDEX,
   DEDUPE_SCOPE_INDEX,
   GROUP_SLOT_INDEX,
   type GuaranteeIndex,
   SCHEDULE_INDEX,
-} from './guarantee-indexes';
-import { JOB_STATUSES, type JobAttempt, type JobProgress, type JobRecord, type JobStatus } from './job.types';
+} from './guarantee-indexes.js';
+import { JOB_STATUSES, type JobAttempt, type JobProgress, type JobRecord, type JobStatus } from './job.types.js';
 
 /** The document in MongoDB. Optional fields are absent (unset) rather than null. */
 export interface JobDocument {

@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo, type Types } from 'mongoose';
-import { RetryContendedError } from '../errors/retry-contended.error';
-import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error';
-import { DEDUPE_WRITE_TRIES, JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants';
-import { idsBefore } from '../query/list-cursor';
-import type { JobListQuery } from '../query/list-jobs-options';
-import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window';
-import type { NewJobDocument } from '../types/new-job-document';
-import { addMs } from '../utils/clock';
+import { RetryContendedError } from '../errors/retry-contended.error.js';
+import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
+import { DEDUPE_WRITE_TRIES, JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
+import { idsBefore } from '../query/list-cursor.js';
+import type { JobListQuery } from '../query/list-jobs-options.js';
+import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window.js';
+import type { NewJobDocument } from '../types/new-job-document.js';
+import { addMs } from '../utils/clock.js';
 import {
   CLAIM_SOURCES,
   type ClaimScope,
@@ -21,12 +21,18 @@ import {
   type SlotHolder,
   scopeFilter,
   withSlots,
-} from './claim-queries';
-import { dedupeScope } from './dedupe-scope';
-import { clashedIndex, clashOn, codeOf, duplicateKeyErrorsOnly, isDuplicateKey } from './duplicate-key';
-import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes';
-import type { JobDocument } from './job.schema';
-import { FINISHED_STATUSES, type FinishedStatus, type JobAttempt, type JobProgress, type JobStatus } from './job.types';
+} from './claim-queries.js';
+import { dedupeScope } from './dedupe-scope.js';
+import { clashedIndex, clashOn, codeOf, duplicateKeyErrorsOnly, isDuplicateKey } from './duplicate-key.js';
+import { DEDUPE_SCOPE_INDEX, type GuaranteeIndex, type IndexInfo, SCHEDULE_INDEX } from './guarantee-indexes.js';
+import type { JobDocument } from './job.schema.js';
+import {
+  FINISHED_STATUSES,
+  type FinishedStatus,
+  type JobAttempt,
+  type JobProgress,
+  type JobStatus,
+} from './job.types.js';
 
 /** Fields that only mean something while a job is `running`: its lock and lease, and the fleet-limit slots it holds. */
 const LOCK_FIELDS = { lockedBy: '', lockedUntil: '', leaseMs: '', concurrencySlot: '', groupSlot: '' } as const;

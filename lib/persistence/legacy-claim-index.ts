@@ -1,4 +1,4 @@
-import type { IndexInfo } from './guarantee-indexes';
+import type { IndexInfo } from './guarantee-indexes.js';
 
 /** The claim index of older versions, replaced by `claim_by_name` (which also serves the per-name filter). */
 const LEGACY_CLAIM_INDEX = { name: 'claim', key: { status: 1, priority: -1, runAt: 1, _id: 1 } } as const;

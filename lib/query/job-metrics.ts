@@ -1,7 +1,7 @@
-import { JOB_STATUSES, type JobStatus } from '../persistence/job.types';
-import type { JobsRepository } from '../persistence/jobs.repository';
-import { chartedNames } from './charted-names';
-import type { ResolvedMetricsOptions } from './job-metrics-options';
+import { JOB_STATUSES, type JobStatus } from '../persistence/job.types.js';
+import type { JobsRepository } from '../persistence/jobs.repository.js';
+import { chartedNames } from './charted-names.js';
+import type { ResolvedMetricsOptions } from './job-metrics-options.js';
 
 /** Final statuses the time series counts: what charts plot as throughput and failures. */
 const SERIES_STATUSES = ['completed', 'dead', 'failed'] as const;

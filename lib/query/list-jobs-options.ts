@@ -1,9 +1,9 @@
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
-import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types';
-import { parseJobId } from '../utils/job-id';
-import { nonEmptyString } from '../utils/validate';
-import { decodeListCursor } from './list-cursor';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types.js';
+import { parseJobId } from '../utils/job-id.js';
+import { nonEmptyString } from '../utils/validate.js';
+import { decodeListCursor } from './list-cursor.js';
 
 /** What `JobsService.list` returns: one page, newest first, and the cursor of the next (null on the last page). */
 export interface JobListPage<TPayload = unknown> {

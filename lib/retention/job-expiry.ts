@@ -1,6 +1,6 @@
-import type { JobDocument } from '../persistence/job.schema';
-import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window';
-import { addMs } from '../utils/clock';
+import type { JobDocument } from '../persistence/job.schema.js';
+import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window.js';
+import { addMs } from '../utils/clock.js';
 
 /** The row fields an expiry depends on. */
 export type ExpiringRow = Pick<JobDocument, 'scheduleKey' | 'runAt'>;

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions, RetentionPeriods } from '../jobs.options';
-import type { FinishedStatus } from '../persistence/job.types';
-import { type ExpiringRow, expiryOf } from './job-expiry';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions, RetentionPeriods } from '../jobs.options.js';
+import type { FinishedStatus } from '../persistence/job.types.js';
+import { type ExpiringRow, expiryOf } from './job-expiry.js';
 
 /** Which retention a job gets: its handler's when this process has one for its name, else the module's. */
 @Injectable()

@@ -1,8 +1,8 @@
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
-import { FINISHED_STATUSES, type FinishedStatus } from '../persistence/job.types';
-import type { PurgeFilter } from '../persistence/jobs.repository';
-import { integerInRange, nonEmptyString } from '../utils/validate';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
+import { FINISHED_STATUSES, type FinishedStatus } from '../persistence/job.types.js';
+import type { PurgeFilter } from '../persistence/jobs.repository.js';
+import { integerInRange, nonEmptyString } from '../utils/validate.js';
 
 /** What `JobsService.purge` deletes. */
 export interface PurgeOptions {

@@ -5,13 +5,13 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { ShutdownDeadline } from '../shutdown/shutdown-deadline';
-import { now } from '../utils/clock';
-import { errorInfo } from '../utils/error-info';
-import { JobRetention } from './job-retention.service';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
+import { now } from '../utils/clock.js';
+import { errorInfo } from '../utils/error-info.js';
+import { JobRetention } from './job-retention.service.js';
 
 /** Rows one delete removes at most: a short command on any server, however large the backlog. */
 export const SWEEP_BATCH_SIZE = 1_000;

@@ -1,8 +1,8 @@
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from '../jobs.constants';
-import type { ResolvedJobsOptions, RetentionPeriods } from '../jobs.options';
-import { FINISHED_STATUSES } from '../persistence/job.types';
-import { duration } from '../utils/validate';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions, RetentionPeriods } from '../jobs.options.js';
+import { FINISHED_STATUSES } from '../persistence/job.types.js';
+import { duration } from '../utils/validate.js';
 
 const KEEP_ALL: RetentionPeriods = { completed: null, dead: null, failed: null, cancelled: null };
 

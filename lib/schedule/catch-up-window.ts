@@ -1,4 +1,4 @@
-import { DAY_MS, HOUR_MS } from './time-units';
+import { DAY_MS, HOUR_MS } from './time-units.js';
 
 /**
  * How late a cron tick may still be enqueued. A timer that fires later than this (a process or VM suspended for a

@@ -1,7 +1,7 @@
 import type { CronTime } from 'cron';
-import { CronFields, parseCron } from './cron-fields';
-import { DAY_MS, floorSecond, SECOND_MS } from './time-units';
-import { ZoneOffsets } from './zone-offsets';
+import { CronFields, parseCron } from './cron-fields.js';
+import { DAY_MS, floorSecond, SECOND_MS } from './time-units.js';
+import { ZoneOffsets } from './zone-offsets.js';
 
 /** The `cron` package's presets whose minute or hour field is `*` (`@hourly` is `0 0 * * * *`). */
 const REAL_TIME_PRESETS = new Set(['@hourly', '@minutely', '@secondly']);

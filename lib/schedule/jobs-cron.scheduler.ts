@@ -8,18 +8,18 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
-import { JobEnqueuer } from '../enqueue/job-enqueuer.service';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants';
-import type { RegisteredJobHandler } from '../types/registered-job-handler';
-import { now } from '../utils/clock';
-import { errorInfo } from '../utils/error-info';
-import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from './catch-up-window';
-import type { CronSchedule } from './cron-schedule';
-import { CronTicker } from './cron-ticker';
-import { HOUR_MS } from './time-units';
-import { ZonedCronTime } from './zoned-cron-time';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { JobEnqueuer } from '../enqueue/job-enqueuer.service.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
+import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
+import { now } from '../utils/clock.js';
+import { errorInfo } from '../utils/error-info.js';
+import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from './catch-up-window.js';
+import type { CronSchedule } from './cron-schedule.js';
+import { CronTicker } from './cron-ticker.js';
+import { HOUR_MS } from './time-units.js';
+import { ZonedCronTime } from './zoned-cron-time.js';
 
 /**
  * Registers a `@nestjs/schedule` cron job per `@JobHandler({ cron })`. On every tick, every instance tries to

@@ -1,6 +1,6 @@
 import type { Attributes, BatchObservableCallback, Meter, ObservableGauge } from '@opentelemetry/api';
-import type { JobsRepository } from '../persistence/jobs.repository';
-import * as names from './telemetry-names';
+import type { JobsRepository } from '../persistence/jobs.repository.js';
+import * as names from './telemetry-names.js';
 
 /** What one read of the counts reports, per label value: until the next read, every export reports it. */
 interface GaugedLabel {

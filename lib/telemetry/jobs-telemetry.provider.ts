@@ -1,12 +1,12 @@
 import type { Provider } from '@nestjs/common';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { JOBS_TELEMETRY, type JobsTelemetry } from './jobs-telemetry';
-import { MetricLabels } from './metric-labels';
-import { OpenTelemetryJobsTelemetry } from './open-telemetry-jobs-telemetry';
-import { loadOpenTelemetryApi } from './opentelemetry-api.loader';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JOBS_TELEMETRY, type JobsTelemetry } from './jobs-telemetry.js';
+import { MetricLabels } from './metric-labels.js';
+import { OpenTelemetryJobsTelemetry } from './open-telemetry-jobs-telemetry.js';
+import { loadOpenTelemetryApi } from './opentelemetry-api.loader.js';
 
 /** `JOBS_TELEMETRY`: null with `telemetry: false` (the API is then not loaded) or without `@opentelemetry/api`. */
 export const jobsTelemetryProvider: Provider = {

@@ -1,4 +1,4 @@
-import { KNOWN_ERROR_TYPES } from './known-error-types';
+import { KNOWN_ERROR_TYPES } from './known-error-types.js';
 
 /** The one label value of every job name (or error type) metrics do not report on its own. */
 export const OTHER_LABEL = '_other';

@@ -1,19 +1,19 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import type { Attributes, Context, Counter, Histogram, Link, Span, Tracer } from '@opentelemetry/api';
-import { JobCancelledError } from '../errors/job-cancelled.error';
-import { JobTimeoutError } from '../errors/job-timeout.error';
-import { LeaseLostError } from '../errors/lease-lost.error';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error';
-import type { ExecutionOutcome } from '../execution/job-execution';
-import type { JobDocument } from '../persistence/job.schema';
-import type { JobsRepository } from '../persistence/jobs.repository';
-import type { NewJobDocument } from '../types/new-job-document';
-import { errorInfo } from '../utils/error-info';
-import { JobCountGauges } from './job-count-gauges';
-import type { AttemptTelemetry, JobsTelemetry } from './jobs-telemetry';
-import type { MetricLabels } from './metric-labels';
-import type { OpenTelemetryApi } from './opentelemetry-api.loader';
-import * as names from './telemetry-names';
+import { JobCancelledError } from '../errors/job-cancelled.error.js';
+import { JobTimeoutError } from '../errors/job-timeout.error.js';
+import { LeaseLostError } from '../errors/lease-lost.error.js';
+import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
+import type { ExecutionOutcome } from '../execution/job-execution.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import type { JobsRepository } from '../persistence/jobs.repository.js';
+import type { NewJobDocument } from '../types/new-job-document.js';
+import { errorInfo } from '../utils/error-info.js';
+import { JobCountGauges } from './job-count-gauges.js';
+import type { AttemptTelemetry, JobsTelemetry } from './jobs-telemetry.js';
+import type { MetricLabels } from './metric-labels.js';
+import type { OpenTelemetryApi } from './opentelemetry-api.loader.js';
+import * as names from './telemetry-names.js';
 
 /**
  * `JobsTelemetry` on the OpenTelemetry API: tracer and meter come from the globally registered providers (the

@@ -1,5 +1,5 @@
 import type * as OpenTelemetryApiModule from '@opentelemetry/api';
-import { importOptional } from './import-optional';
+import { importOptional } from './import-optional.js';
 
 /** The `@opentelemetry/api` module (an optional peer dependency). */
 export type OpenTelemetryApi = typeof OpenTelemetryApiModule;

@@ -1,8 +1,8 @@
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants';
-import type { ResolvedJobsOptions, TelemetryOptions } from '../jobs.options';
-import { duration, nonEmptyString } from '../utils/validate';
-import { OTHER_LABEL } from './metric-labels';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions, TelemetryOptions } from '../jobs.options.js';
+import { duration, nonEmptyString } from '../utils/validate.js';
+import { OTHER_LABEL } from './metric-labels.js';
 
 /** Names `telemetry.extraJobNames` may list: each is one more series per metric. */
 export const MAX_EXTRA_JOB_NAMES = 1_000;

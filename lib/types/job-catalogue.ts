@@ -1,4 +1,4 @@
-import type { EnqueueItem, EnqueueItemOptions, EnqueueOptions } from '../jobs.types';
+import type { EnqueueItem, EnqueueItemOptions, EnqueueOptions } from '../jobs.types.js';
 
 /**
  * The app's job catalogue: job name → payload type. Empty here; an app declares its jobs by declaration merging, and

@@ -1,7 +1,7 @@
-import type { BackoffOptions, RetentionPeriods } from '../jobs.options';
-import type { FleetLimits } from '../limits/fleet-limits';
-import type { CronSchedule } from '../schedule/cron-schedule';
-import type { JobExecutionContext } from './job-execution-context';
+import type { BackoffOptions, RetentionPeriods } from '../jobs.options.js';
+import type { FleetLimits } from '../limits/fleet-limits.js';
+import type { CronSchedule } from '../schedule/cron-schedule.js';
+import type { JobExecutionContext } from './job-execution-context.js';
 
 export type BoundJobHandler = (payload: unknown, ctx: JobExecutionContext) => unknown;
 

@@ -1,4 +1,4 @@
-import type { BackoffOptions } from '../jobs.options';
+import type { BackoffOptions } from '../jobs.options.js';
 
 /**
  * Delay before the next attempt after `failedAttempts` failures (1-based):

@@ -1,8 +1,8 @@
 import { isUint8Array } from 'node:util/types';
 import { mongo } from 'mongoose';
-import { InvalidPayloadError } from '../errors/invalid-payload.error';
-import { MAX_PAYLOAD_BYTES } from '../jobs.constants';
-import { bsonTagOf } from './bson-value';
+import { InvalidPayloadError } from '../errors/invalid-payload.error.js';
+import { MAX_PAYLOAD_BYTES } from '../jobs.constants.js';
+import { bsonTagOf } from './bson-value.js';
 
 const MAX_DEPTH = 90;
 

@@ -1,8 +1,8 @@
 import { mongo } from 'mongoose';
-import { InvalidProgressError } from '../errors/invalid-progress.error';
-import { MAX_PROGRESS_BYTES } from '../jobs.constants';
-import type { JobProgress } from '../persistence/job.types';
-import { assertStorableValue } from './payload-validator';
+import { InvalidProgressError } from '../errors/invalid-progress.error.js';
+import { MAX_PROGRESS_BYTES } from '../jobs.constants.js';
+import type { JobProgress } from '../persistence/job.types.js';
+import { assertStorableValue } from './payload-validator.js';
 
 /**
  * Accepts a number from 0 to 100, or a plain object that follows the payload rules and is at most

@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from '../jobs.constants';
+import { MAX_TIMER_MS } from '../jobs.constants.js';
 
 /**
  * Settles like `work`, or with what `onTimeout()` returns once `ms` pass first (a throw from it rejects). The work

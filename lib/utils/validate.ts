@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { MAX_DURATION_MS } from '../jobs.constants';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { MAX_DURATION_MS } from '../jobs.constants.js';
 
 /** Shared option rules; each throws InvalidOptionError naming the option. */
 

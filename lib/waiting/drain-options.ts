@@ -1,7 +1,7 @@
-import { InvalidDurationError } from '../errors/invalid-duration.error';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import { MAX_JOB_NAME_LENGTH } from '../jobs.constants';
-import { isDuration, nonEmptyString } from '../utils/validate';
+import { InvalidDurationError } from '../errors/invalid-duration.error.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
+import { isDuration, nonEmptyString } from '../utils/validate.js';
 
 /** What `JobsService.drain` waits for. */
 export interface DrainOptions {

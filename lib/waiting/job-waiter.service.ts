@@ -1,17 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import { filter } from 'rxjs';
-import { JobNotFoundError } from '../errors/job-not-found.error';
-import { WaitTimeoutError } from '../errors/wait-timeout.error';
-import type { JobEventType } from '../events/job-event';
-import { JobEvents } from '../events/job-events';
-import { Wakeup } from '../execution/wakeup';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import type { JobDocument } from '../persistence/job.schema';
-import type { JobStatus } from '../persistence/job.types';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { raceTimeout } from '../utils/race-timeout';
+import { JobNotFoundError } from '../errors/job-not-found.error.js';
+import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
+import type { JobEventType } from '../events/job-event.js';
+import { JobEvents } from '../events/job-events.js';
+import { Wakeup } from '../execution/wakeup.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import type { JobDocument } from '../persistence/job.schema.js';
+import type { JobStatus } from '../persistence/job.types.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { raceTimeout } from '../utils/race-timeout.js';
 
 /** The statuses a job never leaves by itself: a wait ends on them. */
 const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'dead', 'failed', 'cancelled']);

@@ -1,17 +1,17 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { filter } from 'rxjs';
-import { JobClaimService } from '../claim/job-claim.service';
-import { type DrainLeftover, DrainTimeoutError } from '../errors/drain-timeout.error';
-import { InvalidOptionError } from '../errors/invalid-option.error';
-import type { JobEventType } from '../events/job-event';
-import { JobEvents } from '../events/job-events';
-import { describeJobId } from '../execution/runnable-row';
-import { Wakeup } from '../execution/wakeup';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants';
-import type { ResolvedJobsOptions } from '../jobs.options';
-import { JobsRepository } from '../persistence/jobs.repository';
-import { raceTimeout } from '../utils/race-timeout';
-import { type DrainOptions, resolveDrainOptions } from './drain-options';
+import { JobClaimService } from '../claim/job-claim.service.js';
+import { type DrainLeftover, DrainTimeoutError } from '../errors/drain-timeout.error.js';
+import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import type { JobEventType } from '../events/job-event.js';
+import { JobEvents } from '../events/job-events.js';
+import { describeJobId } from '../execution/runnable-row.js';
+import { Wakeup } from '../execution/wakeup.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { raceTimeout } from '../utils/race-timeout.js';
+import { type DrainOptions, resolveDrainOptions } from './drain-options.js';
 
 /** Local events after which a watched name may have nothing left: each wakes the drain for one read. */
 const SETTLING_EVENTS: ReadonlySet<JobEventType> = new Set(['completed', 'dead', 'failed', 'cancelled']);
