@@ -128,6 +128,18 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check(stranded)).toEqual(['5: an attempt was charged for a claim that ran no handler']);
     expect(check([...stranded, { t: 10, p: 'runner', type: 'kill', process: 'w0.1', signal: 'SIGKILL' }])).toEqual([]);
     expect(check([row(0, 'running', 'w0.1#1', 0), row(200, 'pending', undefined, 0)])).toEqual([]);
+    // A reclaim charges the killed owner's attempt as it claims, then dead-letters the row (the last attempt): the
+    // count under the reclaiming lock is the previous owner's (long seed 103 saw it between the two writes).
+    const killedOwner = [
+      row(0, 'running', 'w0.1#1', 0),
+      { t: 10, p: 'runner', type: 'kill', process: 'w0.1', signal: 'SIGKILL' },
+      row(1_600, 'running', 'w1.1#1', 1),
+      row(1_700, 'dead', undefined, 1),
+    ];
+    expect(check(killedOwner)).toEqual([]);
+    expect(check([...killedOwner.slice(0, 3), row(3_200, 'running', 'w2.1#1', 2)])).toEqual([
+      '5: an attempt was charged for a claim that ran no handler',
+    ]);
   });
 
   it('invariant 6: a crash, an unexpected exit and a close over its bound', () => {

@@ -457,7 +457,8 @@ function unexplainedCompletions(
 /**
  * Invariant 5: an attempt recorded on a row is backed by a handler call or a recorded lease loss: a lock that held
  * the row `running` with no handler call under it, whose row then went on counting an attempt (reclaimed, or dead),
- * is allowed only when its worker was SIGKILLed; no job is dead with zero handler calls otherwise.
+ * is allowed only when its worker was SIGKILLed; no job is dead with zero handler calls otherwise. The attempt is
+ * charged to the lock only when the count rose after it took the row.
  */
 function unbackedAttempts(
   calls: Map<string, HandlerCall>,
@@ -485,6 +486,9 @@ function unbackedAttempts(
       const next = changes[i + 1];
       // Handed back to pending (a claim in flight at shutdown) or cancelled: no attempt was charged for it.
       if (!next || next.status === 'pending' || next.status === 'cancelled' || next.lock === lock) continue;
+      // No attempt was charged after this lock took the row: the count it held was the previous owner's (a reclaim
+      // charges the lost attempt as it claims, then dead-letters the row when that was the last one).
+      if (Number(next.attemptCount ?? 0) <= Number(held.attemptCount ?? 0)) continue;
       violations.push({
         invariant: 5,
         job,
