@@ -163,7 +163,7 @@ describe('Lease', () => {
 
       expect(store.log).toEqual(['start 0 @0', 'end 0 @50', 'start 1 @50', 'end 1 @51']);
       expect(store.maxConcurrent).toBe(1);
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
       expect(store.writes[1].requestedUntil).toBe(T0 + 50 + 200);
       expect([first, second, third].map((p) => p.outcome.state)).toEqual(['resolved', 'resolved', 'resolved']);
       lease.close();
@@ -200,7 +200,7 @@ describe('Lease', () => {
       await flush();
       expect(burst.every((p) => p.outcome.state === 'resolved')).toBe(true);
       expect(store.writes).toHaveLength(2);
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(store.maxConcurrent).toBe(1);
       expect(lease.expiresAt.getTime()).toBe(T0 + 30_000); // the claim's deadline is later still
       lease.close();
     });
@@ -219,7 +219,7 @@ describe('Lease', () => {
 
       expect(store.writes).toHaveLength(2);
       expect(store.writes[1].requestedUntil).toBe(T0 + 5_000);
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(store.maxConcurrent).toBe(1);
       expect(tracked.every((p) => p.outcome.state === 'resolved')).toBe(true);
       lease.close();
     });
@@ -267,7 +267,7 @@ describe('Lease', () => {
         store.writes[1].succeed();
         await flush();
         expect(followUp?.outcome.state).toBe('resolved');
-        expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+        expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
         lease.close();
       },
     );
@@ -317,7 +317,7 @@ describe('Lease', () => {
       store.writes[1].succeed();
       await flush();
       expect(inner?.outcome.state).toBe('resolved');
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
       lease.close();
     });
   });
@@ -343,7 +343,6 @@ describe('Lease', () => {
       expect(burst.every((p) => p.outcome.state === 'resolved')).toBe(true);
       expect(store.writes).toHaveLength(2);
       expect(store.progress).toEqual({ done: 10_000 });
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
       expect(store.maxConcurrent).toBe(1);
       lease.close();
     });
@@ -499,7 +498,7 @@ describe('Lease', () => {
       expect(extended.outcome.state).toBe('resolved');
       expect(store.writes).toHaveLength(2);
       expect(store.writes[1].requestedUntil).toBe(T0 + 450 + 300);
-      expect(lease.stats.maxInFlight).toBe(1);
+      expect(store.maxConcurrent).toBe(1);
       lease.close();
     });
   });
@@ -508,10 +507,9 @@ describe('Lease', () => {
     it('arms the watchdog at the first beat, for the claim deadline (a job that ends before it needs no timer)', async () => {
       const { lease, onStale } = setup({ claimMs: 500, heartbeatIntervalMs: 100, leaseMs: 500 });
       lease.start(); // the store leaves every heartbeat write hanging
-      expect(lease.stats.watchdogArmed).toBe(false);
-      expect(jest.getTimerCount()).toBe(1); // the first beat
+      expect(jest.getTimerCount()).toBe(1); // the first beat only: no watchdog yet
       await jest.advanceTimersByTimeAsync(100);
-      expect(lease.stats.watchdogArmed).toBe(true);
+      expect(jest.getTimerCount()).toBe(2); // the next beat, and now the watchdog
       await jest.advanceTimersByTimeAsync(399);
       expect(lease.isStale).toBe(false);
       await jest.advanceTimersByTimeAsync(1);
@@ -546,7 +544,7 @@ describe('Lease', () => {
       lease.start();
       await jest.advanceTimersByTimeAsync(10);
       const extended = track(lease.extend(1_000));
-      expect(lease.stats.watchdogArmed).toBe(true); // a write in flight never disarms it
+      expect(jest.getTimerCount()).toBe(2); // the beat and the watchdog: a write in flight never disarms it
 
       await jest.advanceTimersByTimeAsync(89); // t0+99
       expect(lease.isStale).toBe(false);
@@ -561,7 +559,6 @@ describe('Lease', () => {
       expect(lease.isStale).toBe(true);
       expect(lease.expiresAt.getTime()).toBe(T0 + 100);
       expect(onRenewed).not.toHaveBeenCalled();
-      expect(lease.stats.watchdogArmed).toBe(false);
       expect(jest.getTimerCount()).toBe(0);
       await jest.advanceTimersByTimeAsync(10_000);
       expect(onStale).toHaveBeenCalledTimes(1);
@@ -666,13 +663,11 @@ describe('Lease', () => {
       await flush();
       expect(inFlight.outcome.state).toBe('resolved');
       expect(waiting.outcome.state).toBe('resolved');
-      expect(lease.stats.watchdogArmed).toBe(false);
       expect(jest.getTimerCount()).toBe(0);
 
       store.writes[0].succeed(); // the in-flight write lands after close
       await flush();
       expect(jest.getTimerCount()).toBe(0);
-      expect(lease.stats.watchdogArmed).toBe(false);
       expect(onRenewed).not.toHaveBeenCalled();
       expect(lease.expiresAt.getTime()).toBe(T0 + 100);
 
@@ -723,7 +718,6 @@ describe('Lease', () => {
       expect(store.writes).toHaveLength(2);
       expect(onStale).toHaveBeenCalledTimes(1);
       expect(jest.getTimerCount()).toBe(0);
-      expect(lease.stats.watchdogArmed).toBe(false);
       lease.close(); // after stale: still stale, nothing armed
       expect(lease.isStale).toBe(true);
       expect(jest.getTimerCount()).toBe(0);
@@ -745,7 +739,6 @@ describe('Lease', () => {
       expect(lease.isStale).toBe(true);
       for (const request of requests) expect(request.outcome).toEqual({ state: 'rejected', reason: error });
       expect(jest.getTimerCount()).toBe(0);
-      expect(lease.stats.watchdogArmed).toBe(false);
 
       await expect(lease.extend(100)).rejects.toBe(error);
       await jest.advanceTimersByTimeAsync(60_000);
@@ -862,7 +855,7 @@ describe('Lease', () => {
         expect((request.outcome as { reason: unknown }).reason).toBe(burstError);
       }
       expect(lease.isStale).toBe(false);
-      expect(lease.stats.watchdogArmed).toBe(false); // armed by the first beat, at t0+100
+      expect(jest.getTimerCount()).toBe(1); // the beat only: the watchdog is armed by the first beat, at t0+100
 
       store.auto = { delayMs: 0, fail: new Error('still down') };
       await jest.advanceTimersByTimeAsync(299); // retries every 25 ms (a quarter interval) fail
@@ -955,7 +948,6 @@ describe('Lease', () => {
         await expect(lease.extend(ms)).rejects.toBeInstanceOf(InvalidDurationError);
         await flush();
         expect(store.writes).toHaveLength(0);
-        expect(lease.stats.writes).toBe(0);
         // Nothing was left waiting either: the next valid request writes its own duration.
         void lease.extend(10);
         expect(store.last.requestedUntil).toBe(T0 + 10);
