@@ -320,6 +320,90 @@ describe('Lease', () => {
       expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
       lease.close();
     });
+
+    it('drains write by write: each follow-up carries exactly what coalesced during the write before it, then the pipeline is free', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const first = track(lease.extend(100));
+      // While write 0 is in flight: durations and a progress value coalesce into one waiting request.
+      const duringFirst = [lease.extend(300), lease.updateProgress(5), lease.extend(200)].map(track);
+      jest.advanceTimersByTime(4);
+      store.writes[0].succeed();
+      await flush();
+      expect(first.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      // leaseMs (30 s, asked by the progress) is the longest of the three.
+      expect(store.writes[1]).toMatchObject({ startedAt: T0 + 4, requestedUntil: T0 + 4 + 30_000, progress: 5 });
+
+      // While write 1 is in flight: a new waiting request, which starts from nothing (not from what write 1 took).
+      const duringSecond = [lease.extend(50), lease.extend(80)].map(track);
+      jest.advanceTimersByTime(6);
+      store.writes[1].succeed();
+      await flush();
+      expect(duringFirst.map((p) => p.outcome.state)).toEqual(['resolved', 'resolved', 'resolved']);
+      expect(store.writes).toHaveLength(3);
+      expect(store.writes[2]).toMatchObject({ startedAt: T0 + 10, requestedUntil: T0 + 10 + 80, progress: undefined });
+
+      store.writes[2].succeed();
+      await flush();
+      expect(duringSecond.map((p) => p.outcome.state)).toEqual(['resolved', 'resolved']);
+      expect(store.writes).toHaveLength(3); // nothing was waiting: no further write
+      expect(store.maxConcurrent).toBe(1);
+
+      // The drain has ended and released the pipeline: the next request is written at once, not after a follow-up.
+      void lease.extend(10);
+      expect(store.writes).toHaveLength(4);
+      lease.close();
+    });
+
+    it('drains nothing when stopRenewing() refused the waiting request during the write', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const inFlight = track(lease.extend(100));
+      const waiting = track(lease.extend(200));
+      lease.stopRenewing();
+      await flush();
+      expect(waiting.outcome).toMatchObject({ state: 'rejected', reason: expect.any(LeaseLostError) });
+      store.writes[0].succeed(); // the write in flight still lands
+      await flush();
+      expect(inFlight.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(1);
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('close() while running out: the write in flight resolves, the watchdog is disarmed, never stale', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      lease.start();
+      const inFlight = track(lease.extend(100));
+      lease.stopRenewing();
+      expect(jest.getTimerCount()).toBe(1); // the watchdog, armed by stopRenewing(); no beat
+      lease.close();
+      await flush();
+      expect(inFlight.outcome.state).toBe('resolved');
+      expect(jest.getTimerCount()).toBe(0);
+      store.writes[0].succeed();
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(onStale).not.toHaveBeenCalled();
+      expect(lease.isStale).toBe(false);
+      expect(store.writes).toHaveLength(1);
+    });
+
+    it('a write that fails before start() schedules no beat: start() then schedules exactly one', async () => {
+      const { lease, store } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      store.auto = { delayMs: 0, fail: new Error('down') };
+      await expect(lease.extend(100)).rejects.toThrow('down');
+      expect(jest.getTimerCount()).toBe(0);
+      store.auto = { delayMs: 0 };
+      lease.start();
+      expect(jest.getTimerCount()).toBe(1); // the first beat (the watchdog comes with it)
+      await jest.advanceTimersByTimeAsync(100);
+      expect(store.writes.map((write) => write.startedAt - T0)).toEqual([0, 100]);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(store.writes.map((write) => write.startedAt - T0)).toEqual([0, 100, 200]);
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
+    });
   });
 
   describe('progress', () => {
