@@ -163,7 +163,7 @@ describe('Lease', () => {
 
       expect(store.log).toEqual(['start 0 @0', 'end 0 @50', 'start 1 @50', 'end 1 @51']);
       expect(store.maxConcurrent).toBe(1);
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
       expect(store.writes[1].requestedUntil).toBe(T0 + 50 + 200);
       expect([first, second, third].map((p) => p.outcome.state)).toEqual(['resolved', 'resolved', 'resolved']);
       lease.close();
@@ -200,7 +200,7 @@ describe('Lease', () => {
       await flush();
       expect(burst.every((p) => p.outcome.state === 'resolved')).toBe(true);
       expect(store.writes).toHaveLength(2);
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(store.maxConcurrent).toBe(1);
       expect(lease.expiresAt.getTime()).toBe(T0 + 30_000); // the claim's deadline is later still
       lease.close();
     });
@@ -219,7 +219,7 @@ describe('Lease', () => {
 
       expect(store.writes).toHaveLength(2);
       expect(store.writes[1].requestedUntil).toBe(T0 + 5_000);
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect(store.maxConcurrent).toBe(1);
       expect(tracked.every((p) => p.outcome.state === 'resolved')).toBe(true);
       lease.close();
     });
@@ -267,7 +267,7 @@ describe('Lease', () => {
         store.writes[1].succeed();
         await flush();
         expect(followUp?.outcome.state).toBe('resolved');
-        expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+        expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
         lease.close();
       },
     );
@@ -317,8 +317,92 @@ describe('Lease', () => {
       store.writes[1].succeed();
       await flush();
       expect(inner?.outcome.state).toBe('resolved');
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
+      expect([store.writes.length, store.maxConcurrent]).toEqual([2, 1]);
       lease.close();
+    });
+
+    it('drains write by write: each follow-up carries exactly what coalesced during the write before it, then the pipeline is free', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const first = track(lease.extend(100));
+      // While write 0 is in flight: durations and a progress value coalesce into one waiting request.
+      const duringFirst = [lease.extend(300), lease.updateProgress(5), lease.extend(200)].map(track);
+      jest.advanceTimersByTime(4);
+      store.writes[0].succeed();
+      await flush();
+      expect(first.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(2);
+      // leaseMs (30 s, asked by the progress) is the longest of the three.
+      expect(store.writes[1]).toMatchObject({ startedAt: T0 + 4, requestedUntil: T0 + 4 + 30_000, progress: 5 });
+
+      // While write 1 is in flight: a new waiting request, which starts from nothing (not from what write 1 took).
+      const duringSecond = [lease.extend(50), lease.extend(80)].map(track);
+      jest.advanceTimersByTime(6);
+      store.writes[1].succeed();
+      await flush();
+      expect(duringFirst.map((p) => p.outcome.state)).toEqual(['resolved', 'resolved', 'resolved']);
+      expect(store.writes).toHaveLength(3);
+      expect(store.writes[2]).toMatchObject({ startedAt: T0 + 10, requestedUntil: T0 + 10 + 80, progress: undefined });
+
+      store.writes[2].succeed();
+      await flush();
+      expect(duringSecond.map((p) => p.outcome.state)).toEqual(['resolved', 'resolved']);
+      expect(store.writes).toHaveLength(3); // nothing was waiting: no further write
+      expect(store.maxConcurrent).toBe(1);
+
+      // The drain has ended and released the pipeline: the next request is written at once, not after a follow-up.
+      void lease.extend(10);
+      expect(store.writes).toHaveLength(4);
+      lease.close();
+    });
+
+    it('drains nothing when stopRenewing() refused the waiting request during the write', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      const inFlight = track(lease.extend(100));
+      const waiting = track(lease.extend(200));
+      lease.stopRenewing();
+      await flush();
+      expect(waiting.outcome).toMatchObject({ state: 'rejected', reason: expect.any(LeaseLostError) });
+      store.writes[0].succeed(); // the write in flight still lands
+      await flush();
+      expect(inFlight.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(1);
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('close() while running out: the write in flight resolves, the watchdog is disarmed, never stale', async () => {
+      const { lease, store, onStale } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      lease.start();
+      const inFlight = track(lease.extend(100));
+      lease.stopRenewing();
+      expect(jest.getTimerCount()).toBe(1); // the watchdog, armed by stopRenewing(); no beat
+      lease.close();
+      await flush();
+      expect(inFlight.outcome.state).toBe('resolved');
+      expect(jest.getTimerCount()).toBe(0);
+      store.writes[0].succeed();
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(onStale).not.toHaveBeenCalled();
+      expect(lease.isStale).toBe(false);
+      expect(store.writes).toHaveLength(1);
+    });
+
+    it('a write that fails before start() schedules no beat: start() then schedules exactly one', async () => {
+      const { lease, store } = setup({ claimMs: 300, heartbeatIntervalMs: 100, leaseMs: 300 });
+      store.auto = { delayMs: 0, fail: new Error('down') };
+      await expect(lease.extend(100)).rejects.toThrow('down');
+      expect(jest.getTimerCount()).toBe(0);
+      store.auto = { delayMs: 0 };
+      lease.start();
+      expect(jest.getTimerCount()).toBe(1); // the first beat (the watchdog comes with it)
+      await jest.advanceTimersByTimeAsync(100);
+      expect(store.writes.map((write) => write.startedAt - T0)).toEqual([0, 100]);
+      await jest.advanceTimersByTimeAsync(100);
+      expect(store.writes.map((write) => write.startedAt - T0)).toEqual([0, 100, 200]);
+      lease.close();
+      expect(jest.getTimerCount()).toBe(0);
     });
   });
 
@@ -343,7 +427,6 @@ describe('Lease', () => {
       expect(burst.every((p) => p.outcome.state === 'resolved')).toBe(true);
       expect(store.writes).toHaveLength(2);
       expect(store.progress).toEqual({ done: 10_000 });
-      expect(lease.stats).toMatchObject({ writes: 2, maxInFlight: 1 });
       expect(store.maxConcurrent).toBe(1);
       lease.close();
     });
@@ -499,7 +582,7 @@ describe('Lease', () => {
       expect(extended.outcome.state).toBe('resolved');
       expect(store.writes).toHaveLength(2);
       expect(store.writes[1].requestedUntil).toBe(T0 + 450 + 300);
-      expect(lease.stats.maxInFlight).toBe(1);
+      expect(store.maxConcurrent).toBe(1);
       lease.close();
     });
   });
@@ -508,10 +591,9 @@ describe('Lease', () => {
     it('arms the watchdog at the first beat, for the claim deadline (a job that ends before it needs no timer)', async () => {
       const { lease, onStale } = setup({ claimMs: 500, heartbeatIntervalMs: 100, leaseMs: 500 });
       lease.start(); // the store leaves every heartbeat write hanging
-      expect(lease.stats.watchdogArmed).toBe(false);
-      expect(jest.getTimerCount()).toBe(1); // the first beat
+      expect(jest.getTimerCount()).toBe(1); // the first beat only: no watchdog yet
       await jest.advanceTimersByTimeAsync(100);
-      expect(lease.stats.watchdogArmed).toBe(true);
+      expect(jest.getTimerCount()).toBe(2); // the next beat, and now the watchdog
       await jest.advanceTimersByTimeAsync(399);
       expect(lease.isStale).toBe(false);
       await jest.advanceTimersByTimeAsync(1);
@@ -546,7 +628,7 @@ describe('Lease', () => {
       lease.start();
       await jest.advanceTimersByTimeAsync(10);
       const extended = track(lease.extend(1_000));
-      expect(lease.stats.watchdogArmed).toBe(true); // a write in flight never disarms it
+      expect(jest.getTimerCount()).toBe(2); // the beat and the watchdog: a write in flight never disarms it
 
       await jest.advanceTimersByTimeAsync(89); // t0+99
       expect(lease.isStale).toBe(false);
@@ -561,7 +643,6 @@ describe('Lease', () => {
       expect(lease.isStale).toBe(true);
       expect(lease.expiresAt.getTime()).toBe(T0 + 100);
       expect(onRenewed).not.toHaveBeenCalled();
-      expect(lease.stats.watchdogArmed).toBe(false);
       expect(jest.getTimerCount()).toBe(0);
       await jest.advanceTimersByTimeAsync(10_000);
       expect(onStale).toHaveBeenCalledTimes(1);
@@ -666,13 +747,11 @@ describe('Lease', () => {
       await flush();
       expect(inFlight.outcome.state).toBe('resolved');
       expect(waiting.outcome.state).toBe('resolved');
-      expect(lease.stats.watchdogArmed).toBe(false);
       expect(jest.getTimerCount()).toBe(0);
 
       store.writes[0].succeed(); // the in-flight write lands after close
       await flush();
       expect(jest.getTimerCount()).toBe(0);
-      expect(lease.stats.watchdogArmed).toBe(false);
       expect(onRenewed).not.toHaveBeenCalled();
       expect(lease.expiresAt.getTime()).toBe(T0 + 100);
 
@@ -723,7 +802,6 @@ describe('Lease', () => {
       expect(store.writes).toHaveLength(2);
       expect(onStale).toHaveBeenCalledTimes(1);
       expect(jest.getTimerCount()).toBe(0);
-      expect(lease.stats.watchdogArmed).toBe(false);
       lease.close(); // after stale: still stale, nothing armed
       expect(lease.isStale).toBe(true);
       expect(jest.getTimerCount()).toBe(0);
@@ -745,7 +823,6 @@ describe('Lease', () => {
       expect(lease.isStale).toBe(true);
       for (const request of requests) expect(request.outcome).toEqual({ state: 'rejected', reason: error });
       expect(jest.getTimerCount()).toBe(0);
-      expect(lease.stats.watchdogArmed).toBe(false);
 
       await expect(lease.extend(100)).rejects.toBe(error);
       await jest.advanceTimersByTimeAsync(60_000);
@@ -862,7 +939,7 @@ describe('Lease', () => {
         expect((request.outcome as { reason: unknown }).reason).toBe(burstError);
       }
       expect(lease.isStale).toBe(false);
-      expect(lease.stats.watchdogArmed).toBe(false); // armed by the first beat, at t0+100
+      expect(jest.getTimerCount()).toBe(1); // the beat only: the watchdog is armed by the first beat, at t0+100
 
       store.auto = { delayMs: 0, fail: new Error('still down') };
       await jest.advanceTimersByTimeAsync(299); // retries every 25 ms (a quarter interval) fail
@@ -955,7 +1032,6 @@ describe('Lease', () => {
         await expect(lease.extend(ms)).rejects.toBeInstanceOf(InvalidDurationError);
         await flush();
         expect(store.writes).toHaveLength(0);
-        expect(lease.stats.writes).toBe(0);
         // Nothing was left waiting either: the next valid request writes its own duration.
         void lease.extend(10);
         expect(store.last.requestedUntil).toBe(T0 + 10);
