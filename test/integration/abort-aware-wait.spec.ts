@@ -39,6 +39,12 @@ class WaitingHandlers {
     await this.waitMany(ctx, leakyWait);
   }
 
+  /** Waits longer than its timeout: the wait rejects with an AbortError, which must count as the abort. */
+  @JobHandler('wait.timed-out', { maxAttempts: 1, timeoutMs: 100 })
+  async timedOut(_payload: unknown, ctx: JobExecutionContext) {
+    await abortAwareWait(60_000, ctx.signal);
+  }
+
   private async waitMany(ctx: JobExecutionContext, wait: (ms: number, signal: AbortSignal) => Promise<unknown>) {
     let peak = 0;
     for (let i = 0; i < WAITS; i += 1) {
@@ -80,6 +86,15 @@ describe('waiting on ctx.signal many times in one attempt', () => {
   it(`keeps one listener at a time on ctx.signal over ${WAITS} timers/promises waits, and none after`, async () => {
     // One at a time is below Node's limit of 10: no MaxListenersExceededWarning.
     expect(await runToTheEnd('wait.abort-aware')).toEqual({ peak: 1, limit: 10, after: 0 });
+  });
+
+  it("ends a wait cut short by the timeout as the timeout, not as the wait's AbortError", async () => {
+    // Node's AbortError comes from the main realm, and this handler runs in Jest's VM context, where `instanceof
+    // Error` is false for it: the library tells the abort by its name.
+    const job = await app.jobs.enqueue('wait.timed-out');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'dead', 'wait.timed-out dead');
+    const [attempt] = (await app.jobs.findById(job.id))?.attempts ?? [];
+    expect(attempt).toMatchObject({ errorClass: 'JobTimeoutError' });
   });
 
   it('sees the leak of a wait that never removes its listener: one more per wait, past the limit', async () => {
