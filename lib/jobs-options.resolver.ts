@@ -45,14 +45,28 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
   };
 }
 
+/** What `runOnly` must be, in every message about it: the usual slips are a nested array, an object or a Set. */
+const JOB_NAMES_SHAPE = "a flat array of job names, such as ['email.welcome', 'report.build']";
+
 /** A non-empty list of job names, duplicates dropped. Whether each has a handler is checked once they are known. */
 function jobNames(option: string, value: unknown): string[] {
-  if (!Array.isArray(value) || value.length === 0) {
+  if (!Array.isArray(value)) throw new InvalidOptionError(option, value, `must be ${JOB_NAMES_SHAPE}`);
+  if (value.length === 0) {
     throw new InvalidOptionError(
       option,
       value,
-      'must be a non-empty array of job names (use worker: false for a process that runs none)',
+      `must be ${JOB_NAMES_SHAPE}, at least one (use worker: false for a process that runs none)`,
     );
   }
-  return [...new Set(value.map((name, index) => nonEmptyString(`${option}[${index}]`, name, MAX_JOB_NAME_LENGTH)))];
+  const names = value.map((name, index) => {
+    if (typeof name !== 'string') {
+      throw new InvalidOptionError(
+        `${option}[${index}]`,
+        name,
+        `must be a job name (${option} must be ${JOB_NAMES_SHAPE})`,
+      );
+    }
+    return nonEmptyString(`${option}[${index}]`, name, MAX_JOB_NAME_LENGTH);
+  });
+  return [...new Set(names)];
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Injectable, Logger } from '@nestjs/common';
 import { type JobExecutionContext, JobHandler } from '../lib';
 
@@ -20,7 +21,9 @@ export class SampleHandlers {
     for (let step = 1; step <= steps; step += 1) {
       // Stopping by throwing the abort reason: the attempt then ends by that reason's rule (released on shutdown).
       ctx.signal.throwIfAborted();
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      // An abort-aware pause: it rejects with an AbortError as soon as the signal aborts (a shutdown does not wait out
+      // the step), and removes its abort listener when it ends, so the steps do not pile listeners up on the signal.
+      await sleep(500, undefined, { signal: ctx.signal });
       await ctx.extendLockTime(60_000);
       this.logger.log(
         `long-report ${ctx.jobId}: step ${step}/${steps}, lease until ${ctx.leaseExpiresAt.toISOString()}`,

@@ -213,10 +213,19 @@ export class JobExecution {
   }
 }
 
-/** A handler "rejected with the abort" when it rethrew the signal's reason, or an AbortError for it. */
+/**
+ * A handler "rejected with the abort" when it rethrew the signal's reason, or an AbortError for it. Told by its name,
+ * not `instanceof Error`: Node's own AbortErrors (`timers/promises`, `fetch`) come from the main realm, and a handler
+ * loaded in a VM context (Jest's test environment) has another `Error`.
+ */
 function isAbortRejection(error: unknown, reason: unknown): boolean {
   if (error === reason) return true;
-  return error instanceof Error && error.name === 'AbortError';
+  if (typeof error !== 'object' || error === null) return false;
+  try {
+    return (error as { name?: unknown }).name === 'AbortError';
+  } catch {
+    return false; // a getter or a Proxy that throws
+  }
 }
 
 function abortOutcome(reason: unknown): ExecutionOutcome {

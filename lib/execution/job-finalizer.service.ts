@@ -11,6 +11,7 @@ import { errorInfo } from '../utils/error-info.js';
 import { assertStorableResult } from '../utils/result-validator.js';
 import type { ExecutionOutcome, JobExecution } from './job-execution.js';
 import { type OutcomeWrite, persistOutcome } from './outcome-persistence.js';
+import type { RowFate } from './row-fate.js';
 
 /** Writes an execution's result, fenced by its lock: a stale owner's late result changes nothing. */
 @Injectable()
@@ -28,12 +29,13 @@ export class JobFinalizer {
    * backoff) until the write lands, the lease is lost, or `deadline` (shutdown) passes; other errors the library does
    * not know (unfamiliar server codes included) for one lease, then the row is left to its lease. Only a write refused
    * for its document dead-letters the attempt with that reason instead, written without the part that was refused.
+   * Resolves what became of the row, as far as this worker knows (a write in doubt counts as `left`).
    */
   async finalize(
     execution: JobExecution,
     settled: ExecutionOutcome,
     deadline?: () => number | undefined,
-  ): Promise<void> {
+  ): Promise<RowFate> {
     // The ending event's place is kept from before its write is sent: once the row is pending again, this process may
     // claim and start it on another pooled connection before this write's answer arrives.
     const slot = this.events.reserveOutcome({
@@ -43,7 +45,7 @@ export class JobFinalizer {
     });
     let releasedLater = false;
     try {
-      await this.writeOutcome(execution, settled, deadline, slot, () => {
+      return await this.writeOutcome(execution, settled, deadline, slot, () => {
         releasedLater = true;
       });
     } finally {
@@ -58,7 +60,7 @@ export class JobFinalizer {
     deadline: (() => number | undefined) | undefined,
     slot: OutcomeSlot,
     releaseLater: () => void,
-  ): Promise<void> {
+  ): Promise<RowFate> {
     const outcome = withStorableResult(execution, settled);
     const { doc, lockId } = execution.claim;
     const { lease } = execution;
@@ -107,10 +109,10 @@ export class JobFinalizer {
         break;
       case 'stale':
         this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
-        return;
+        return 'not_ours';
       case 'cancelled':
         this.logger.log(`${label} was cancelled`);
-        return;
+        return 'finished';
       case 'not_started': {
         // The claim's answer came back after the lease it wrote, so no handler ran. While the row is still under this
         // lock nobody else has taken it, so it goes back to pending with no attempt counted (the owner fence makes a
@@ -121,31 +123,34 @@ export class JobFinalizer {
             ? `${label} did not start: ${outcome.reason}; handed back to pending, no attempt counted`
             : `${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`,
         );
-        return;
+        return handedBack ? 'released' : 'left';
       }
       case 'abandoned':
         this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
-        return;
+        return 'left';
     }
     if (result.kind !== 'written' && lease.isCancelled) {
       // The cancel won the race with this write: the row is cancelled (its write matched a running row, so no outcome
       // write can land after it), and that is all there is to say.
       this.logger.log(`${label} was cancelled`);
-      return;
+      return 'finished';
     }
     switch (result.kind) {
       case 'written':
-        return onWritten();
+        onWritten();
+        return outcome.kind === 'shutdown' ? 'released' : 'finished';
       case 'not_owned':
-        return this.logger.warn(
+        this.logger.warn(
           `${label}: not marked ${transition} because this worker no longer owns it (cancelled or taken over)`,
         );
+        return 'not_ours';
       case 'gave_up': {
         const { why, late } = result;
         if (!late) {
-          return this.logger.warn(
+          this.logger.warn(
             `${label}: could not be marked ${transition} (${why}); the row is reclaimed once its lease has run out`,
           );
+          return 'left';
         }
         // The write was sent before the lease was lost: its answer, when it comes, says what the row is.
         this.logger.warn(`${label}: ${why} while being marked ${transition}; that write's answer decides`);
@@ -162,16 +167,17 @@ export class JobFinalizer {
           }
           slot.release();
         });
-        return;
+        return 'left';
       }
       case 'refused':
         return this.deadLetterUnstorable(execution, transition, result.error, deadline, slot);
       case 'abandoned':
         lease.stopRenewing();
-        return this.logger.error(
+        this.logger.error(
           `${label}: could not be marked ${transition} (${errorInfo(result.error).message}); its lease is no longer ` +
             'renewed and the row is reclaimed once it runs out',
         );
+        return 'left';
     }
   }
 
@@ -187,9 +193,12 @@ export class JobFinalizer {
     }
   }
 
-  /** A claim this process will not start (shutting down, at its limit, no handler): back to `pending`, nothing counted. */
-  async releaseUnstarted(claim: ClaimedJob): Promise<void> {
-    await this.repository.release(claim.doc._id, claim.lockId, now());
+  /**
+   * A claim this process will not start (shutting down, at its limit, no handler): back to `pending`, nothing counted.
+   * Resolves whether the hand-back matched the row (false: it was no longer under this claim's lock).
+   */
+  releaseUnstarted(claim: ClaimedJob): Promise<boolean> {
+    return this.repository.release(claim.doc._id, claim.lockId, now());
   }
 
   private async deadLetterUnstorable(
@@ -198,7 +207,7 @@ export class JobFinalizer {
     refusal: unknown,
     deadline: (() => number | undefined) | undefined,
     slot: OutcomeSlot,
-  ): Promise<void> {
+  ): Promise<RowFate> {
     const { doc, lockId } = execution.claim;
     const why = errorInfo(refusal).message;
     const reason = `The outcome (${transition}) could not be stored: ${why}`;
@@ -212,8 +221,12 @@ export class JobFinalizer {
       deadline,
       () => this.repository.finishedBy(doc._id, lockId),
     );
-    if (result.kind === 'written') slot.emit('dead', reason);
-    else this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
+    if (result.kind === 'written') {
+      slot.emit('dead', reason);
+      return 'finished';
+    }
+    this.logger.error(`Job ${execution.jobId}: dead-lettering failed too (${result.kind}); left to its lease`);
+    return 'left';
   }
 }
 

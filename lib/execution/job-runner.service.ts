@@ -16,12 +16,14 @@ import type { ResolvedJobsOptions } from '../jobs.options.js';
 import type { Lease } from '../lease/lease.js';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
+import { describeShutdown } from '../shutdown/shutdown-summary.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
 import { now } from '../utils/clock.js';
 import { type ExecutionOutcome, JobExecution } from './job-execution.js';
 import { JobFinalizer } from './job-finalizer.service.js';
+import type { RowFate } from './row-fate.js';
 import { describeJobId, whyNotRunnable } from './runnable-row.js';
 import { SlotReservation } from './slot-reservation.js';
 import { Wakeup } from './wakeup.js';
@@ -35,6 +37,8 @@ interface RunningExecution {
   execution: JobExecution;
   /** The handler has settled (or never started): only its outcome write may still be under way. */
   handlerSettled: boolean;
+  /** What became of the row, once its outcome was handled (for the shutdown summary). */
+  fate?: RowFate;
   done: Promise<ExecutionOutcome>;
 }
 
@@ -59,6 +63,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
+  /** Claims handed straight back during shutdown (they landed after it began): counted in its summary. */
+  private readonly shutdownHandBacks: { jobId: string; fate: RowFate }[] = [];
   private lastPollAt: Date | null = null;
   /** When the poll loop started: a loop still in its first poll is measured from here. */
   private loopStartedAt: Date | null = null;
@@ -156,7 +162,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       const handler = this.startableHandler(claim.doc.name);
       if (typeof handler !== 'string') return await this.start(claim, handler, jobId);
       // Checked here, where the slot is taken synchronously: covers runNow and a claim racing another one too.
-      await this.finalizer.releaseUnstarted(claim);
+      if (this.stopping) await this.handBack(claim, jobId);
+      else await this.finalizer.releaseUnstarted(claim);
       return { kind: 'not_started', reason: handler };
     } catch (error) {
       return this.setAside(claim, jobId, `starting it failed: ${messageOf(error)}`);
@@ -239,14 +246,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     } catch (error) {
       // Not expected (run settles every handler outcome itself); the lease is left to run out, as after a crash.
       this.logError(`Running job ${about.jobId}`, error);
+      entry.fate = 'left';
       lease.close();
       return { kind: 'abandoned', reason: error instanceof Error ? error : new Error(String(error)) };
     }
     entry.handlerSettled = true; // only the outcome write is left
     try {
-      await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
+      entry.fate = await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
     } catch (error) {
       this.logError(`Finalizing job ${about.jobId}`, error);
+      entry.fate = 'left';
     } finally {
       lease.close();
     }
@@ -354,16 +363,31 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
     if (this.stopping) {
       // Shutdown began while this claim was in flight: hand it straight back rather than strand it.
-      await this.finalizer.releaseUnstarted(claim).catch((error) => this.logError('Releasing a claim', error));
+      await this.handBack(claim, describeJobId(claim.doc?._id));
     } else {
       void this.execute(claim); // takes its slot synchronously, before any other claim is sent
     }
     return 'claimed';
   }
 
+  /** During shutdown: a claim that landed after it began goes straight back to `pending`, and its summary counts it. */
+  private async handBack(claim: ClaimedJob, jobId: string): Promise<void> {
+    let fate: RowFate;
+    try {
+      // No match: the row is no longer under this claim's lock (another worker reclaimed it).
+      fate = (await this.finalizer.releaseUnstarted(claim)) ? 'released' : 'not_ours';
+    } catch (error) {
+      this.logError('Releasing a claim', error);
+      fate = 'left';
+    }
+    this.shutdownHandBacks.push({ jobId, fate });
+  }
+
   private async shutdown(): Promise<void> {
     this.stopping = true;
     this.wakeup.wake();
+    /** The jobs running when shutdown began: none starts after it (see `startableHandler`). */
+    const jobs = [...this.running.values()];
     // Measured from the module's first shutdown hook, not from this one: hooks before it count against the bound.
     const { deadline } = this;
     deadline.start();
@@ -387,7 +411,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       );
       lease.stopRenewing();
     }
-    this.logger.log(`Worker ${this.options.workerId} stopped`);
+    // A handler still running, or an outcome write that had not landed by the deadline: the row is left to its lease.
+    const fates = jobs.map((entry) => ({
+      jobId: entry.execution.jobId,
+      fate: (entry.handlerSettled && entry.fate) || ('left' as const),
+    }));
+    const summary = describeShutdown({
+      fates: [...fates, ...this.shutdownHandBacks],
+      unansweredClaims: this.claimsInFlight,
+    });
+    this.logger.log(`Worker ${this.options.workerId} stopped: ${summary}`);
   }
 
   private dones(filter: (entry: RunningExecution) => boolean = () => true): Promise<unknown>[] {

@@ -59,7 +59,7 @@ describe('npm pack from a clean clone', () => {
 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('contains the built entry points (prepack builds dist/)', () => {
+  it('contains the built entry points (the prepare script builds dist/)', () => {
     expect(packed).toEqual(
       expect.arrayContaining([
         'dist/index.js',

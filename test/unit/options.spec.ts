@@ -55,6 +55,25 @@ describe('resolveJobsOptions', () => {
     expect(resolveJobsOptions({ telemetry: false }).telemetry).toBe(false);
   });
 
+  it.each([
+    [{ names: ['email.welcome'] }, 'runOnly', 'got an object with key "names"'],
+    [new Set(['email.welcome']), 'runOnly', 'got a Set of 1 item'],
+    [[], 'runOnly', 'got an empty array'],
+    [[['email.welcome', 'report.build']], 'runOnly[0]', 'got an array of 2 items'],
+    [[{ name: 'email.welcome' }], 'runOnly[0]', 'got an object with key "name"'],
+  ])('says what a misused runOnly (%p) was and what it takes', (runOnly, option, got) => {
+    let message = '';
+    try {
+      resolveJobsOptions({ runOnly: runOnly as unknown as string[] });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain(`Invalid option ${option}: `);
+    expect(message).toContain("must be a flat array of job names, such as ['email.welcome', 'report.build']");
+    expect(message).toContain(got);
+    expect(message).not.toContain('[object ');
+  });
+
   it('keeps runOnly without duplicates, and leaves it unset by default (every handled name)', () => {
     expect(resolveJobsOptions({ runOnly: ['heavy', 'heavy', 'video'] }).runOnly).toEqual(['heavy', 'video']);
     expect(resolveJobsOptions({}).runOnly).toBeUndefined();
