@@ -71,6 +71,17 @@ describe('npm pack from a clean clone', () => {
     );
   });
 
+  // An import attribute in a declaration (`import("@nestjs/common", { with: { "resolution-mode": "import" } })`, what
+  // TypeScript writes for an inferred type from an ES-module-only package) needs TypeScript 5.3 in every consumer.
+  it('ships declarations with plain imports only', () => {
+    const declarations = packed.filter((file) => /\.d\.c?ts$/.test(file));
+    expect(declarations.length).toBeGreaterThan(100);
+    const withAttributes = declarations.filter((file) =>
+      readFileSync(join(installed, file), 'utf8').includes('resolution-mode'),
+    );
+    expect(withAttributes).toEqual([]);
+  });
+
   it('ships source maps whose sources are all in the pack', () => {
     const maps = packed.filter((file) => file.endsWith('.map'));
     expect(maps).toEqual(expect.arrayContaining(['dist/index.js.map', 'dist/index.d.ts.map']));
