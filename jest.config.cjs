@@ -10,12 +10,13 @@ module.exports = {
   testMatch: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/test/benchmark/'],
   extensionsToTreatAsEsm: ['.ts'],
+  // `.cts`: lib/dashboard/dashboard-directory.cts, CommonJS in every build (it gives the dashboard its `__dirname`).
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+    '^.+\\.c?ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
   },
-  // The library's sources import each other with `.js` (what Node's ES module resolution needs in dist/esm/); jest
-  // resolves them to the `.ts` files.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // The library's sources import each other with `.js` or `.cjs` (what Node's ES module resolution needs in
+  // dist/esm/); jest resolves them to the `.ts` or `.cts` files (and, in dist/, to the built `.js` or `.cjs` ones).
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.c?js$': '$1' },
   setupFiles: ['reflect-metadata'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
