@@ -1,4 +1,6 @@
 import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { resolve } from 'node:path';
 import { describe, expect, it } from '@jest/globals';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -34,11 +36,12 @@ describe('the ES module build', () => {
     expect(typeof health.JobsHealthIndicator).toBe('function');
   });
 
+  // From another directory: an installed package finds its dashboard page wherever the app was started.
   it('runs a NestJS 12 app in Node from every entry, none of the CommonJS build loaded', () => {
     const out = execFileSync(
       process.execPath,
-      ['test/package/esm-app/app.mjs', testMongoUri(), uniqueDatabaseName('esm-build')],
-      { encoding: 'utf8', timeout: 30_000 },
+      [resolve('test/package/esm-app/app.mjs'), testMongoUri(), uniqueDatabaseName('esm-build')],
+      { cwd: tmpdir(), encoding: 'utf8', timeout: 30_000 },
     );
     const result = JSON.parse(out.trim().split('\n').pop() ?? '{}');
     expect(result.entries).toEqual({

@@ -122,7 +122,7 @@ describe('npm pack from a clean clone', () => {
     { resolution: 'node16', module: 'node16', type: 'module' },
     { resolution: 'bundler', module: 'esnext', type: 'module' },
   ])(
-    'typechecks an app importing every subpath on moduleResolution $resolution',
+    'typechecks a $type app importing every subpath on moduleResolution $resolution',
     ({ resolution, module, type }) => {
       const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
         exports: Record<string, unknown>;
