@@ -14,9 +14,14 @@ module.exports = {
   transform: {
     '^.+\\.c?ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
   },
-  // The library's sources import each other with `.js` or `.cjs` (what Node's ES module resolution needs in
-  // dist/esm/); jest resolves them to the `.ts` or `.cts` files (and, in dist/, to the built `.js` or `.cjs` ones).
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.c?js$': '$1' },
+  // The library's sources import each other with `.js` (what Node's ES module resolution needs in dist/esm/); jest
+  // resolves them to the `.ts` files. Likewise `./dashboard-directory.cjs`, to the `.cts` (or, in dist/, the built
+  // `.cjs`): only that name, since a `.cjs` stripped of its extension in general would resolve a dependency's
+  // `x.cjs` to its `x.mjs` next to it (as @opentelemetry/semantic-conventions has).
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    '^(\\.{1,2}/(?:.*/)?dashboard-directory)\\.cjs$': '$1',
+  },
   setupFiles: ['reflect-metadata'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
