@@ -10,12 +10,18 @@ module.exports = {
   testMatch: ['**/*.spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/test/benchmark/'],
   extensionsToTreatAsEsm: ['.ts'],
+  // `.cts`: lib/dashboard/dashboard-directory.cts, CommonJS in every build (it gives the dashboard its `__dirname`).
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
+    '^.+\\.c?ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json' }],
   },
   // The library's sources import each other with `.js` (what Node's ES module resolution needs in dist/esm/); jest
-  // resolves them to the `.ts` files.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // resolves them to the `.ts` files. Likewise `./dashboard-directory.cjs`, to the `.cts` (or, in dist/, the built
+  // `.cjs`): only that name, since a `.cjs` stripped of its extension in general would resolve a dependency's
+  // `x.cjs` to its `x.mjs` next to it (as @opentelemetry/semantic-conventions has).
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    '^(\\.{1,2}/(?:.*/)?dashboard-directory)\\.cjs$': '$1',
+  },
   setupFiles: ['reflect-metadata'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

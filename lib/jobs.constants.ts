@@ -1,5 +1,10 @@
-/** Metadata key under which `@JobHandler` stores its name and options. */
+/**
+ * Metadata key under which `@JobHandler` stores its name and options. A string, so that either build of the package
+ * (CommonJS, ES module) finds the handlers the other's decorator marked.
+ */
 export const JOB_HANDLER_METADATA = 'jobs:handler';
+
+// The injection tokens are `Symbol()`, not `Symbol.for()`: each build's JobsModule resolves its own providers.
 
 /** Injection token of the resolved (defaults merged, validated) module options. */
 export const JOBS_RESOLVED_OPTIONS = Symbol('JOBS_RESOLVED_OPTIONS');

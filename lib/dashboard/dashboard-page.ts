@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { dashboardDirectory } from './dashboard-directory.cjs';
 
 /** A file of the dashboard page, read once from `lib/dashboard/page/` (shipped in the package, no CDN). */
 export interface DashboardAsset {
@@ -15,11 +16,11 @@ const ASSET_TYPES: Record<string, string> = {
 
 /**
  * Where the page's files are: `lib/dashboard/page/` of the package, found by walking up from the running code. The
- * package runs from `dist/dashboard/` (and ships `lib/`), the sample and the benchmarks from their own build folders
- * under `.cache/`, and the sources under jest (ES modules, no `__dirname`) from the repository root.
+ * package runs from `dist/dashboard/` or `dist/esm/dashboard/` (and ships `lib/`), the sample and the benchmarks from
+ * their own build folders under `.cache/`, and the sources under jest from `lib/dashboard/` itself.
  */
 function pageDirectory(): string {
-  let directory = typeof __dirname === 'string' ? __dirname : process.cwd();
+  let directory = dashboardDirectory;
   for (let level = 0; level < 6; level += 1) {
     const candidate = join(directory, 'lib', 'dashboard', 'page');
     if (existsSync(join(candidate, 'index.html'))) return candidate;

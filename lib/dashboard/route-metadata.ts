@@ -1,5 +1,5 @@
 import { SetMetadata } from '@nestjs/common';
-import * as nestMetadataKeys from '@nestjs/common/constants';
+import * as nestMetadataKeys from '@nestjs/common/constants.js';
 import { InvalidOptionError } from '../errors/invalid-option.error.js';
 
 /**

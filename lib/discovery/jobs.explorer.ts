@@ -6,9 +6,12 @@ import { RequestScopedJobHandlerError } from '../errors/request-scoped-job-handl
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import type { BoundJobHandler } from '../types/registered-job-handler.js';
+import { hasBrand, packageBrand, setBrand } from '../utils/package-brand.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
 import { resolveJobHandler } from './job-handler-options.resolver.js';
 import { JobsMetadataAccessor } from './jobs-metadata.accessor.js';
+
+const JOBS_EXPLORER = packageBrand('JobsExplorer');
 
 /** Finds `@JobHandler` methods on providers and controllers and binds them into the registry. */
 @Injectable()
@@ -48,10 +51,15 @@ export class JobsExplorer implements OnModuleInit {
     this.explored = true;
   }
 
-  /** Each JobsModule import brings its own worker and JobsService: two in one application is always a mistake. */
+  /**
+   * Each JobsModule import brings its own worker and JobsService: two in one application is always a mistake. The
+   * other build's JobsModule counts too (its JobsExplorer is another class, with the same brand).
+   */
   private assertSingleJobsModule(providers: InstanceWrapper[]): void {
-    const imports = providers.filter((wrapper) => wrapper.metatype === JobsExplorer).length;
-    if (imports > 1) throw new JobsModuleImportedTwiceError(imports);
+    const explorers = providers.filter((wrapper) => hasBrand(wrapper.metatype, JOBS_EXPLORER));
+    if (explorers.length < 2) return;
+    const bothBuilds = explorers.some((wrapper) => wrapper.metatype !== JobsExplorer);
+    throw new JobsModuleImportedTwiceError(explorers.length, bothBuilds);
   }
 
   private explore(wrapper: InstanceWrapper): void {
@@ -73,3 +81,5 @@ export class JobsExplorer implements OnModuleInit {
     }
   }
 }
+
+setBrand(JobsExplorer, JOBS_EXPLORER);

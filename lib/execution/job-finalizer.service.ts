@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { UnrecoverableJobError } from '../errors/unrecoverable-job.error.js';
+import { isUnrecoverable } from '../errors/unrecoverable-job.error.js';
 import { JobEvents, type OutcomeSlot } from '../events/job-events.js';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
@@ -90,7 +90,7 @@ export class JobFinalizer {
         const { message, errorClass, stack } = errorInfo(outcome.error);
         const attempt = { at, error: message, errorClass, ...(stack === undefined ? {} : { stack }) };
         const attemptsAfter = doc.attemptCount + 1;
-        const exhausted = outcome.error instanceof UnrecoverableJobError || attemptsAfter >= doc.maxAttempts;
+        const exhausted = isUnrecoverable(outcome.error) || attemptsAfter >= doc.maxAttempts;
         const runAt = addMs(at, backoffDelayMs(attemptsAfter, execution.handler.backoff));
         const next = exhausted
           ? ({ status: 'dead', expiresAt: this.retention.expiresAt('dead', doc, at) } as const)

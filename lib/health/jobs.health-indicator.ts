@@ -1,7 +1,11 @@
 import { Injectable } from '@nestjs/common';
-import { HealthIndicatorService } from '@nestjs/terminus';
+import { type HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
 import { JobsService } from '../jobs.service.js';
+import type { JobsWorkerStatus } from '../liveness/jobs-worker-status.js';
 import type { WorkerStatusOptions } from '../liveness/worker-status-options.js';
+
+/** What a health check reports under its key besides `status`: the worker's status facts, `lastPollAt` as ISO text. */
+export type JobsHealthDetails = Omit<JobsWorkerStatus, 'status' | 'lastPollAt'> & { lastPollAt: string | null };
 
 /**
  * Worker liveness for `@nestjs/terminus` (import from `nestjs-mongo-jobs/health`, so apps without terminus never
@@ -27,10 +31,17 @@ export class JobsHealthIndicator {
     private readonly health: HealthIndicatorService,
   ) {}
 
+  // The return type is annotated, not inferred: an inferred terminus type is written into the CommonJS declarations
+  // with an import attribute (`resolution-mode`) that TypeScript before 5.3 cannot read.
   /** @throws InvalidOptionError for `options` `workerStatus` refuses (a `timeoutMs` not in (0, 60,000], say). */
-  async isHealthy<const Key extends string = 'jobs'>(key: Key = 'jobs' as Key, options: WorkerStatusOptions = {}) {
+  async isHealthy<const Key extends string = 'jobs'>(
+    key: Key = 'jobs' as Key,
+    options: WorkerStatusOptions = {},
+  ): Promise<
+    HealthIndicatorResult<Key, 'up', JobsHealthDetails> | HealthIndicatorResult<Key, 'down', JobsHealthDetails>
+  > {
     const { status, ...facts } = await this.jobs.workerStatus(options);
-    const details = {
+    const details: JobsHealthDetails = {
       ...facts,
       lastPollAt: facts.lastPollAt?.toISOString() ?? null,
     };

@@ -59,7 +59,7 @@ describe('npm pack from a clean clone', () => {
 
   afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-  it('contains the built entry points (the prepare script builds dist/)', () => {
+  it('contains both builds (the prepare script builds dist/ and dist/esm/) and the dashboard page', () => {
     expect(packed).toEqual(
       expect.arrayContaining([
         'dist/index.js',
@@ -67,8 +67,39 @@ describe('npm pack from a clean clone', () => {
         'dist/health/index.js',
         'dist/dashboard/index.js',
         'dist/testing/index.js',
+        'dist/esm/package.json',
+        'dist/esm/index.js',
+        'dist/esm/index.d.ts',
+        'dist/esm/health/index.js',
+        'dist/esm/dashboard/index.js',
+        'dist/esm/dashboard/dashboard-directory.cjs',
+        'dist/esm/testing/index.js',
+        'lib/dashboard/page/index.html',
+        'lib/dashboard/page/dashboard.js',
+        'lib/dashboard/page/dashboard.css',
       ]),
     );
+    expect(JSON.parse(readFileSync(join(installed, 'dist/esm/package.json'), 'utf8'))).toEqual({ type: 'module' });
+  });
+
+  it('ships every file the exports map names', () => {
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { exports: unknown };
+    const targets = (value: unknown): string[] =>
+      typeof value === 'string' ? [value] : Object.values(value as Record<string, unknown>).flatMap(targets);
+    const named = targets(manifest.exports).map((target) => target.replace(/^\.\//, ''));
+    expect(named.length).toBeGreaterThanOrEqual(17);
+    expect(named.filter((file) => !packed.includes(file))).toEqual([]);
+  });
+
+  // An import attribute in a declaration (`import("@nestjs/common", { with: { "resolution-mode": "import" } })`, what
+  // TypeScript writes for an inferred type from an ES-module-only package) needs TypeScript 5.3 in every consumer.
+  it('ships declarations with plain imports only', () => {
+    const declarations = packed.filter((file) => /\.d\.c?ts$/.test(file));
+    expect(declarations.length).toBeGreaterThan(100);
+    const withAttributes = declarations.filter((file) =>
+      readFileSync(join(installed, file), 'utf8').includes('resolution-mode'),
+    );
+    expect(withAttributes).toEqual([]);
   });
 
   it('ships source maps whose sources are all in the pack', () => {
@@ -87,10 +118,11 @@ describe('npm pack from a clean clone', () => {
   // Every subpath in "exports" (but ./package.json) must typecheck for a TypeScript consumer on each resolution mode.
   it.each([
     { resolution: 'node10', module: 'commonjs', type: 'commonjs' },
+    { resolution: 'node16', module: 'node16', type: 'commonjs' },
     { resolution: 'node16', module: 'node16', type: 'module' },
     { resolution: 'bundler', module: 'esnext', type: 'module' },
   ])(
-    'typechecks an app importing every subpath on moduleResolution $resolution',
+    'typechecks a $type app importing every subpath on moduleResolution $resolution',
     ({ resolution, module, type }) => {
       const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
         exports: Record<string, unknown>;
