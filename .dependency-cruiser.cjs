@@ -1,0 +1,121 @@
+/**
+ * Import rules for lib/, checked by dependency-cruiser (`npm run lint:imports`, and in `npm test` by
+ * test/architecture/import-rules.spec.ts): no cycles between files, no cycles between folders, and no arrow from a
+ * floor to a higher one. Violations that existed when the check came in are listed in
+ * .dependency-cruiser-known-violations.json; that list only shrinks (see CONTRIBUTING.md, "Import rules").
+ */
+
+/**
+ * The floors of lib/, bottom first, following the data flow: a job is described (model), stored (persistence),
+ * matched to a handler (handlers), enqueued, claimed, leased, executed, driven by a worker, administered and swept;
+ * side rooms read or feed that pipeline; the facade and the Nest module assemble it; the subpath entry points
+ * (`./dashboard`, `./health`, `./testing`) sit on top of the public API. A file may import its own floor and the
+ * floors below it, never a floor above.
+ *
+ * `folders` are today's folders under lib/, `files` the loose files at lib/'s root, assigned by what they hold. The
+ * renovation of issue 29 moves code into one folder per floor; move an entry here with the code it describes, and
+ * every lib/ file must stay on a floor (rules `not-on-a-floor` and `to-a-file-not-on-a-floor`).
+ */
+const floors = [
+  {
+    name: 'model',
+    comment: 'document, option and context types, constants, errors, events, pure helpers',
+    folders: ['utils', 'errors', 'types', 'events'],
+    files: ['jobs.constants.ts', 'jobs.options.ts', 'jobs.types.ts', 'version.ts'],
+  },
+  { name: 'persistence', comment: 'the only room that talks to MongoDB', folders: ['persistence'] },
+  { name: 'handlers', comment: '@JobHandler and the registry of handlers', folders: ['decorators', 'discovery'] },
+  { name: 'enqueue', folders: ['enqueue'] },
+  { name: 'claim', comment: 'fleet limits are part of claiming', folders: ['limits', 'claim'] },
+  { name: 'lease', folders: ['lease'] },
+  { name: 'execution', comment: 'one attempt; the runner still lives here today', folders: ['execution'] },
+  { name: 'worker', comment: 'shutdown, drain and waits on the running worker', folders: ['shutdown', 'waiting'] },
+  { name: 'admin', comment: 'retention and purge', folders: ['retention'] },
+  {
+    name: 'side-rooms',
+    comment: 'cron, telemetry, read queries, fleet presence, liveness, HTTP helpers',
+    folders: ['schedule', 'telemetry', 'query', 'fleet', 'liveness', 'http'],
+  },
+  {
+    name: 'module',
+    comment: 'the facade, the Nest module and the root export',
+    files: ['jobs.service.ts', 'jobs.module.ts', 'jobs.module-definition.ts', 'jobs-options.resolver.ts', 'index.ts'],
+  },
+  { name: 'entry-points', comment: 'subpath exports over the public API', folders: ['dashboard', 'health', 'testing'] },
+];
+
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** One regular expression matching every lib/ path on the given floors. */
+function pathsOf(someFloors) {
+  const alternatives = someFloors.flatMap((floor) => [
+    ...(floor.folders ?? []).map((folder) => `^lib/${escapeRegExp(folder)}/`),
+    ...(floor.files ?? []).map((file) => `^lib/${escapeRegExp(file)}$`),
+  ]);
+  return alternatives.join('|');
+}
+
+const onAnyFloor = pathsOf(floors);
+
+const noUpwardImports = floors.slice(0, -1).map((floor, index) => ({
+  name: `no-upward-from-${floor.name}`,
+  severity: 'error',
+  comment: `${floor.name} imports only ${floor.name} and the floors below it (${floors
+    .slice(0, index)
+    .map((below) => below.name)
+    .join(', ')})`,
+  from: { path: pathsOf([floor]) },
+  to: { path: pathsOf(floors.slice(index + 1)) },
+}));
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A file must not reach itself through its imports: a cycle has no bottom to read or test it from.',
+      from: { path: '^lib/' },
+      to: { circular: true },
+    },
+    {
+      name: 'no-folder-cycle',
+      severity: 'error',
+      comment:
+        'No folder reaches itself through the imports of its files. (Folders only: the loose files at the root of ' +
+        'lib/ are in no folder below lib/; the floor rules cover them.)',
+      scope: 'folder',
+      from: { path: '^lib/' },
+      to: { circular: true },
+    },
+    ...noUpwardImports,
+    {
+      name: 'not-on-a-floor',
+      severity: 'error',
+      comment: 'Every lib/ file is on a floor (`floors` in .dependency-cruiser.cjs), so the floor rules see it.',
+      from: { path: '^lib/', pathNot: onAnyFloor },
+      to: {},
+    },
+    {
+      name: 'to-a-file-not-on-a-floor',
+      severity: 'error',
+      comment: 'Every lib/ file is on a floor (`floors` in .dependency-cruiser.cjs), so the floor rules see it.',
+      from: { path: '^lib/' },
+      to: { path: '^lib/', pathNot: onAnyFloor },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'An import the cruise cannot resolve is an arrow the rules above cannot see.',
+      from: { path: '^lib/' },
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    // Type-only imports count: a floor that needs a higher floor's types depends on it all the same.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    doNotFollow: { path: 'node_modules' },
+    reporterOptions: { text: { highlightFocused: false } },
+  },
+};
