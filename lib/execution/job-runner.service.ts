@@ -21,10 +21,11 @@ import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry.
 import type { ClaimedJob } from '../types/claimed-job.js';
 import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
 import { now } from '../utils/clock.js';
+import { describeJobId } from '../utils/job-id.js';
 import { type ExecutionOutcome, JobExecution } from './job-execution.js';
 import { JobFinalizer } from './job-finalizer.service.js';
 import type { RowFate } from './row-fate.js';
-import { describeJobId, whyNotRunnable } from './runnable-row.js';
+import { whyNotRunnable } from './runnable-row.js';
 import { SlotReservation } from './slot-reservation.js';
 import { Wakeup } from './wakeup.js';
 

@@ -1,15 +1,6 @@
 import type { JobDocument } from '../persistence/job.schema.js';
 import { describeValue } from '../utils/describe-value.js';
-
-/** A readable id for any `_id` a row may have (hex for an ObjectId); never throws. */
-export function describeJobId(id: unknown): string {
-  if (isObjectId(id)) return id.toHexString();
-  try {
-    return typeof id === 'string' ? id : (JSON.stringify(id) ?? String(id));
-  } catch {
-    return Object.prototype.toString.call(id);
-  }
-}
+import { describeJobId, isObjectId } from '../utils/job-id.js';
 
 /**
  * Why a claimed row cannot run as stored, or undefined when it can. Rows written by hand, by another tool or by a
@@ -35,15 +26,6 @@ export function whyNotRunnable(doc: JobDocument): string | undefined {
  */
 export function isMalformedGroup(group: unknown): boolean {
   return group !== undefined && group !== null && (typeof group !== 'string' || group === '');
-}
-
-function isObjectId(value: unknown): value is { toHexString(): string } {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { _bsontype?: unknown })._bsontype === 'ObjectId' &&
-    typeof (value as { toHexString?: unknown }).toHexString === 'function'
-  );
 }
 
 function isCount(value: unknown): value is number {

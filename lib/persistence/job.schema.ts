@@ -1,5 +1,5 @@
 import { Schema, Types } from 'mongoose';
-import { describeJobId } from '../execution/runnable-row.js';
+import { describeJobId } from '../utils/job-id.js';
 import { decodePayload } from '../utils/payload-codec.js';
 import {
   CONCURRENCY_SLOT_INDEX,

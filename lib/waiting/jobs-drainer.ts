@@ -5,11 +5,11 @@ import { type DrainLeftover, DrainTimeoutError } from '../errors/drain-timeout.e
 import { InvalidOptionError } from '../errors/invalid-option.error.js';
 import type { JobEventType } from '../events/job-event.js';
 import { JobEvents } from '../events/job-events.js';
-import { describeJobId } from '../execution/runnable-row.js';
 import { Wakeup } from '../execution/wakeup.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
+import { describeJobId } from '../utils/job-id.js';
 import { raceTimeout } from '../utils/race-timeout.js';
 import { type DrainOptions, resolveDrainOptions } from './drain-options.js';
 
