@@ -8,7 +8,8 @@ module.exports = {
   rootDir: '.',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.spec.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/test/benchmark/'],
+  // test/consumers/ holds apps with test runners of their own (scripts/check-consumers.mjs runs them).
+  testPathIgnorePatterns: ['/node_modules/', '/test/benchmark/', '/test/consumers/'],
   extensionsToTreatAsEsm: ['.ts'],
   // `.cts`: lib/dashboard/dashboard-directory.cts, CommonJS in every build (it gives the dashboard its `__dirname`).
   transform: {
