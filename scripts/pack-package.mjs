@@ -1,4 +1,4 @@
-// Packs the repository as `npm publish` would (prepack rebuilds dist/), for the checks that install the package into
+// Packs the repository as `npm publish` would (its prepare script rebuilds dist/ first), for the checks that install the package into
 // apps of their own: scripts/check-consumers.mjs and scripts/check-typescript-floor.mjs. Run directly, it prints the
 // tarball's path, so .ci/run packs once and hands the path to both (`--tarball PATH`).
 import { execFileSync } from 'node:child_process';
