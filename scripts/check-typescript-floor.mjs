@@ -124,15 +124,19 @@ function install(tarball, peers, versions) {
 }
 
 /**
- * Why a case is outside what the README promises, or undefined. NestJS 12 is ES modules only, so a CommonJS file
- * importing it (the app's own imports, and this package's CommonJS declarations) is an error under node16, and under
- * nodenext before TypeScript 5.8 (the first to model Node's require() of ES modules); skipLibCheck hides it only in
- * the declarations. That is Nest 12's floor, not this package's.
+ * Why a case is outside what the README promises, or undefined: two limits of the peers, not of this package.
+ * - NestJS 12 is ES modules only, so a CommonJS file importing it (the app's own imports, and this package's CommonJS
+ *   declarations) is an error (TS1479) under node16, and under nodenext before TypeScript 5.8, the first to model
+ *   Node's require() of ES modules; skipLibCheck hides it only in the declarations.
+ * - mongoose 9's own declarations need TypeScript 5.3 when they are checked (TS2589 in its populate.d.ts before).
  */
 function outsidePromise(peers, mode, skipLibCheck, version) {
-  if (peers !== 'nest12' || mode.type !== 'commonjs' || skipLibCheck || mode.id === 'node10') return undefined;
-  if (mode.moduleResolution === 'nodenext' && versionNumber(version) >= 508) return undefined;
-  return 'Nest 12 is ESM only';
+  if (peers !== 'nest12' || skipLibCheck) return undefined;
+  if (mode.type === 'commonjs' && mode.id !== 'node10') {
+    if (mode.moduleResolution !== 'nodenext' || versionNumber(version) < 508) return 'Nest 12 is ESM only';
+  }
+  if (versionNumber(version) < 503) return 'mongoose 9 needs 5.3';
+  return undefined;
 }
 
 /** Compiles the consumer in one mode; resolves to the errors, grouped by where they are. */
