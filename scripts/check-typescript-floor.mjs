@@ -6,9 +6,10 @@
 //   node scripts/check-typescript-floor.mjs [--tarball PATH]     the minimum, every mode, both peer sets (.ci/run)
 //   node scripts/check-typescript-floor.mjs --matrix 4.9,5.0,5.8 [--peers nest12] [--tarball PATH]
 //                                                               a table over versions, every case (measuring)
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT, tarballFromArgs } from './pack-package.mjs';
 
@@ -140,8 +141,8 @@ function outsidePromise(peers, mode, skipLibCheck, version) {
 }
 
 /** Compiles the consumer in one mode; resolves to the errors, grouped by where they are. */
-function compile(root, version, mode, skipLibCheck) {
-  const dir = join(root, 'cases', `${mode.id}-${skipLibCheck ? 'skip' : 'full'}`);
+async function compile(root, version, mode, skipLibCheck) {
+  const dir = join(root, 'cases', `${version}-${mode.id}-${skipLibCheck ? 'skip' : 'full'}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ type: mode.type })}\n`);
   writeFileSync(join(dir, 'consumer.ts'), CONSUMER_SOURCE);
@@ -165,8 +166,19 @@ function compile(root, version, mode, skipLibCheck) {
     `${JSON.stringify({ compilerOptions, files: ['consumer.ts'] }, null, 2)}\n`,
   );
   const tsc = join(root, 'node_modules', `ts-${version}`, 'bin', 'tsc');
-  const run = spawnSync(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { encoding: 'utf8' });
-  const lines = `${run.stdout}${run.stderr}`.split('\n').filter((line) => /error TS\d+/.test(line));
+  const run = await new Promise((done, reject) => {
+    const child = spawn(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.once('error', reject);
+    child.once('close', (status) => done({ status, output }));
+  });
+  const lines = run.output.split('\n').filter((line) => /error TS\d+/.test(line));
   const ours = lines.filter((line) => line.includes('node_modules/nestjs-mongo-jobs/'));
   const consumer = lines.filter((line) => line.includes('consumer.ts('));
   // Errors with no file are about the options (a deprecated or removed moduleResolution, say).
@@ -195,7 +207,21 @@ function printTable(header, rows) {
   for (const row of rows) console.log(line(row));
 }
 
-function main(args) {
+/** Runs `tasks` (functions returning promises), at most `limit` at a time; resolves to their results in order. */
+async function inPool(tasks, limit) {
+  const results = new Array(tasks.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) {
+      const index = next++;
+      results[index] = await tasks[index]();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, tasks.length) }, worker));
+  return results;
+}
+
+async function main(args) {
   const matrixIndex = args.indexOf('--matrix');
   const matrix = matrixIndex !== -1;
   const versions = matrix ? args[matrixIndex + 1].split(',') : [TYPESCRIPT_FLOOR];
@@ -213,24 +239,25 @@ function main(args) {
       const tscVersion = JSON.parse(
         readFileSync(join(dir, 'node_modules', `ts-${version}`, 'package.json'), 'utf8'),
       ).version;
-      const row = [peers, tscVersion];
-      for (const mode of MODES) {
-        for (const skipLibCheck of [true, false]) {
+      const cases = MODES.flatMap((mode) => [true, false].map((skipLibCheck) => ({ mode, skipLibCheck })));
+      // One tsc per core: each compile loads the peers' declarations (mongoose's are large) and takes seconds.
+      const cells = await inPool(
+        cases.map(({ mode, skipLibCheck }) => async () => {
           const unsupported =
             versionNumber(version) < versionNumber(mode.since) ||
             (mode.until && versionNumber(version) > versionNumber(mode.until));
           const outside = outsidePromise(peers, mode, skipLibCheck, version);
-          if (unsupported || (outside && !matrix)) {
-            row.push(unsupported ? 'n/a' : `(${outside})`);
-            continue;
-          }
-          const result = compile(dir, version, mode, skipLibCheck);
-          row.push(describe(result) + (outside ? ` (${outside})` : ''));
-          if (!result.ok && !outside)
+          if (unsupported) return 'n/a';
+          if (outside && !matrix) return `(${outside})`;
+          const result = await compile(dir, version, mode, skipLibCheck);
+          if (!result.ok && !outside) {
             failures.push({ peers, version: tscVersion, mode: mode.id, skipLibCheck, result });
-        }
-      }
-      rows.push(row);
+          }
+          return describe(result) + (outside ? ` (${outside})` : '');
+        }),
+        availableParallelism(),
+      );
+      rows.push([peers, tscVersion, ...cells]);
     }
   }
   printTable(['peers', 'tsc', ...MODES.flatMap((mode) => [`${mode.id} skip`, `${mode.id} full`])], rows);
@@ -248,4 +275,12 @@ function main(args) {
   return failures.length === 0;
 }
 
-process.exitCode = main(process.argv.slice(2)) ? 0 : 1;
+main(process.argv.slice(2)).then(
+  (ok) => {
+    process.exitCode = ok ? 0 : 1;
+  },
+  (error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  },
+);
