@@ -28,12 +28,16 @@ export interface SentClaim {
  * the caller runs (or, shutting down, hands back) what it finds. When the read cannot be answered before that lease
  * ends, the worker hands the row back itself, fenced by the same lock id and deadline, for a short while longer: a
  * reclaim writes another lock id, so at most one of the two takes effect, and a job that never started is charged no
- * attempt. Another worker cannot tell a lost answer from a crash, so a worker that dies first leaves the row to be
- * reclaimed as before.
+ * attempt. Until a claim is answered or resolved, its lock id is one of `unresolvedLocks()`, which this process's own
+ * reclaims skip: a read-back answered after the lease must not find the row reclaimed, and charged, by its own worker.
+ * Another worker cannot tell a lost answer from a crash, so a worker that dies first (or whose read-back and hand-back
+ * both fail for the lease and the hand-back window) leaves the row to be reclaimed as before.
  */
 @Injectable()
 export class ClaimsInDoubt {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
+  /** Lock ids of claims sent and not yet answered or resolved. */
+  private readonly unresolved = new Set<string>();
 
   constructor(
     private readonly repository: JobsRepository,
@@ -47,6 +51,7 @@ export class ClaimsInDoubt {
    * (or shutdown's hard bound).
    */
   async send<T>(claim: SentClaim, write: () => Promise<T>, asTaken: (row: JobDocument) => T): Promise<T> {
+    this.unresolved.add(claim.lockId);
     try {
       return await write();
     } catch (error) {
@@ -55,7 +60,18 @@ export class ClaimsInDoubt {
       if (found === 'unknown') await this.handBack(claim, error);
       else if (found !== null) return asTaken(found);
       throw error;
+    } finally {
+      this.unresolved.delete(claim.lockId);
     }
+  }
+
+  /**
+   * The lock ids of this process's claims still unanswered (in flight, or in doubt and being read back or handed
+   * back). A reclaim here skips rows under them: such a row's lease may have run out only because its answer is late,
+   * and its job never started. Empty almost always; at most the claims in flight plus those in doubt.
+   */
+  unresolvedLocks(): string[] {
+    return this.unresolved.size === 0 ? [] : [...this.unresolved];
   }
 
   /** The row the claim took, null when it took none, `'unknown'` when that could not be told before the lease ended. */

@@ -7,7 +7,7 @@ import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits.js';
 import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim.js';
-import type { ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
+import type { ByIdScope, ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
 import { classifyWriteError, isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors.js';
 import type { JobDocument } from '../persistence/job.schema.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
@@ -219,6 +219,7 @@ export class JobClaimService implements OnApplicationBootstrap {
                 lockId,
                 lockedUntil,
                 skipIds: this.setAsideIds.values(),
+                skipLocks: this.byIdScope(source, [name]).skipLocks,
               }),
             (doc) => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
           );
@@ -301,7 +302,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       try {
         const doc = await this.inDoubt.send(
           { lockId, lockedUntil },
-          () => this.repository.takeById(source, id, at, lockId, lockedUntil, names),
+          () => this.repository.takeById(source, id, at, lockId, lockedUntil, this.byIdScope(source, names)),
           (row) => row,
         );
         taken = doc ? { doc, lockId } : 'changed';
@@ -328,9 +329,10 @@ export class JobClaimService implements OnApplicationBootstrap {
       const lockId = this.lockIds.next();
       const lockedUntil = addMs(at, this.options.leaseMs);
       const skipIds = this.setAsideIds.values();
+      const { skipLocks } = this.byIdScope(source, [name]);
       const result = await this.inDoubt.send(
         { lockId, lockedUntil },
-        () => this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, id }),
+        () => this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, skipLocks, id }),
         (doc): LimitedTakeResult => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
       );
       if (result.kind === 'full' || result.kind === 'contended') return { kind: 'limited' };
@@ -391,7 +393,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     for (let setAside = 0; setAside < MAX_SET_ASIDE_PER_STEP; setAside += 1) {
       const at = now();
       const lockId = this.lockIds.next();
-      const scope = this.scope(names);
+      const scope = this.scope(source, names);
       const lockedUntil = addMs(at, this.options.leaseMs);
       try {
         const doc = await this.inDoubt.send(
@@ -420,7 +422,7 @@ export class JobClaimService implements OnApplicationBootstrap {
   private async assertRefusalIsAboutARow(source: ClaimSource, refusal: Error, names: string[]): Promise<void> {
     const at = now();
     try {
-      await this.repository.takeById(source, new Types.ObjectId(), at, this.lockIds.next(), at, names);
+      await this.repository.takeById(source, new Types.ObjectId(), at, this.lockIds.next(), at, { names });
     } catch (error) {
       if (isDocumentUpdateError(error)) throw refusal;
       throw error;
@@ -452,7 +454,15 @@ export class JobClaimService implements OnApplicationBootstrap {
     const at = now();
     const lockId = this.lockIds.next();
     try {
-      const doc = await this.repository.takeById(source, row._id, at, lockId, addMs(at, this.options.leaseMs), names);
+      const lockedUntil = addMs(at, this.options.leaseMs);
+      const doc = await this.repository.takeById(
+        source,
+        row._id,
+        at,
+        lockId,
+        lockedUntil,
+        this.byIdScope(source, names),
+      );
       return doc ? { doc, lockId } : 'changed';
     } catch (error) {
       if (!isDocumentUpdateError(error) || !isSameRefusal(error, refusal)) throw error;
@@ -506,7 +516,13 @@ export class JobClaimService implements OnApplicationBootstrap {
     return reason;
   }
 
-  private scope(names: string[]): ClaimScope {
-    return { names, skipIds: this.setAsideIds.values() };
+  /** What a claim step may take: `names`, minus the rows set aside here and (a reclaim) this process's unresolved claims. */
+  private scope(source: ClaimSource, names: string[]): ClaimScope {
+    return { skipIds: this.setAsideIds.values(), ...this.byIdScope(source, names) };
+  }
+
+  /** A reclaim skips rows under this process's claims still unanswered (`ClaimsInDoubt.unresolvedLocks`). */
+  private byIdScope(source: ClaimSource, names: string[]): ByIdScope {
+    return source === 'running' ? { names, skipLocks: this.inDoubt.unresolvedLocks() } : { names };
   }
 }

@@ -21,6 +21,8 @@ export interface LimitedTake {
   lockId: string;
   lockedUntil: Date;
   skipIds: readonly Types.ObjectId[];
+  /** A reclaim's own process's claims still unanswered: rows under these locks are not taken over. */
+  skipLocks?: readonly string[];
   /** `runNow`: exactly this row, or nothing. */
   id?: Types.ObjectId;
 }
@@ -100,13 +102,16 @@ export class LimitedClaim {
 
   /** `byId`: runNow's row, read by `take` (in `request.source`'s state then). */
   private async takeWithSlots(request: LimitedTake, byId?: JobDocument): Promise<LimitedTakeResult> {
-    const { name, limits, source, at, lockId, lockedUntil, skipIds } = request;
+    const { name, limits, source, at, lockId, lockedUntil, skipIds, skipLocks } = request;
+    const inDoubtHere = (lock: string | undefined) => lock !== undefined && (skipLocks ?? []).includes(lock);
     const taken = (doc: JobDocument | Refused | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
       if (doc === null) return { kind: missing };
       return 'kind' in doc ? doc : { kind: 'taken', doc, reclaimed: source === 'running' };
     };
     const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
-      refusedAs(id, source, () => this.repository.takeById(source, id, at, lockId, lockedUntil, [name], slots));
+      refusedAs(id, source, () =>
+        this.repository.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
+      );
     // runNow of an expired running row that holds slots: reclaimed with them, like the holders below (it may hold
     // the only one). No match: the row changed state since it was read, and its new state is the answer.
     if (byId && source === 'running' && (byId.concurrencySlot !== undefined || byId.groupSlot !== undefined)) {
@@ -115,7 +120,7 @@ export class LimitedClaim {
     /** `group`: only rows of that group (null: without one); nothing left there is `contended` (others may have rows). */
     const takeRow = async (slots?: SlotClaim, group?: string | null): Promise<LimitedTakeResult> => {
       if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
-      const scope = { names: [name], skipIds, group };
+      const scope = { names: [name], skipIds, skipLocks, group };
       try {
         const doc = await this.repository.take(source, at, lockId, lockedUntil, scope, slots);
         return taken(doc, group === undefined ? 'none' : 'contended');
@@ -135,10 +140,12 @@ export class LimitedClaim {
     if (limits.groupConcurrency !== undefined) fields.push('groupSlot');
     const holders = await this.repository.findSlotHolders(slotPrefix(name), fields);
     const view = new SlotView(name, limits, holders, at);
-    // A holder whose lease ran out is taken over with its slots before any slot is given to a new row.
+    // A holder whose lease ran out is taken over with its slots before any slot is given to a new row (not one under a
+    // claim of this process still unanswered: its slots stay held until that claim is resolved).
     for (const holder of request.id === undefined ? view.expired : []) {
+      if (inDoubtHere(holder.lockedBy)) continue;
       const doc = await refusedAs(holder._id, 'running', () =>
-        this.repository.takeById('running', holder._id, at, lockId, lockedUntil, [name]),
+        this.repository.takeById('running', holder._id, at, lockId, lockedUntil, { names: [name], skipLocks }),
       );
       if (doc && 'kind' in doc) return doc;
       if (doc) return { kind: 'taken', doc, reclaimed: true };
@@ -150,7 +157,8 @@ export class LimitedClaim {
     if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
     // The group slot depends on the group: find the first row outside the full groups, then take the first row of its
     // group (claims in flight that found the same row take that group's next ones instead of racing for one row).
-    const row = byId ?? (await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), skipIds));
+    const row =
+      byId ?? (await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), { skipIds, skipLocks }));
     if (!row) return { kind: 'none' };
     const groupSlot = view.freeGroupSlot(row.group);
     if (groupSlot === null) return { kind: 'full' };

@@ -18,7 +18,12 @@ export interface ClaimScope {
   skipIds: readonly Types.ObjectId[];
   /** Only rows of this group (null: rows without one, or with `group: null`); absent: any group. */
   group?: string | null;
+  /** Not rows under these lock ids: a reclaim skips the rows of its own process's claims still unanswered. */
+  skipLocks?: readonly string[];
 }
+
+/** What a take of exactly one row checks besides its id: its name, and (a reclaim) locks it must not take over. */
+export type ByIdScope = Pick<ClaimScope, 'names' | 'skipLocks'>;
 
 /** Where a claim step takes rows from: due `pending` rows, or `running` rows whose lease ran out. */
 export type ClaimSource = 'pending' | 'running';
@@ -58,8 +63,15 @@ export function namesFilter(names: string[]): mongo.Filter<JobDocument> {
   return { name: { $in: names } };
 }
 
-export function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
+/** The names, and the locks a take must not take over (a residual filter: the claim indexes stay the same). */
+export function byIdScopeFilter(scope: ByIdScope): mongo.Filter<JobDocument> {
   const filter = namesFilter(scope.names);
+  if (scope.skipLocks && scope.skipLocks.length > 0) filter.lockedBy = { $nin: [...scope.skipLocks] };
+  return filter;
+}
+
+export function scopeFilter(scope: ClaimScope): mongo.Filter<JobDocument> {
+  const filter = byIdScopeFilter(scope);
   if (scope.skipIds.length > 0) filter._id = { $nin: [...scope.skipIds] };
   // `group: null` matches rows without the field and rows where another tool stored null: both are ungrouped.
   // (Object.assign: the typed filter of a `group?: string` field has no null.)
@@ -105,11 +117,20 @@ export interface SlotClaim {
 /** A row holding a slot, as `findSlotHolders` reads it. */
 export type SlotHolder = Pick<
   JobDocument,
-  '_id' | 'status' | 'lockedUntil' | 'concurrencySlot' | 'groupSlot' | 'group' | 'attemptCount' | 'maxAttempts'
+  | '_id'
+  | 'status'
+  | 'lockedBy'
+  | 'lockedUntil'
+  | 'concurrencySlot'
+  | 'groupSlot'
+  | 'group'
+  | 'attemptCount'
+  | 'maxAttempts'
 >;
 
 export const SLOT_HOLDER_FIELDS = {
   status: 1,
+  lockedBy: 1,
   lockedUntil: 1,
   concurrencySlot: 1,
   groupSlot: 1,

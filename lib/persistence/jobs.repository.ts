@@ -9,12 +9,13 @@ import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window.js';
 import type { NewJobDocument } from '../types/new-job-document.js';
 import { addMs } from '../utils/clock.js';
 import {
+  type ByIdScope,
+  byIdScopeFilter,
   CLAIM_SOURCES,
   type ClaimScope,
   type ClaimSource,
   dueFilter,
   escapeRegex,
-  namesFilter,
   SLOT_HOLDER_FIELDS,
   type SlotClaim,
   type SlotField,
@@ -361,19 +362,19 @@ export class JobsRepository {
     );
   }
 
-  /** `take` for exactly this row, if it is in `source` as `take` would find it and has one of `names`. */
+  /** `take` for exactly this row, if it is in `source` as `take` would find it and is in `scope`. */
   takeById(
     source: ClaimSource,
     id: Types.ObjectId,
     now: Date,
     lockId: string,
     lockedUntil: Date,
-    names: string[],
+    scope: ByIdScope,
     slots?: SlotClaim,
   ): Promise<JobDocument | null> {
     const query = CLAIM_SOURCES[source];
     return this.collection.findOneAndUpdate(
-      { _id: id, ...query.filter(now), ...namesFilter(names) },
+      { _id: id, ...query.filter(now), ...byIdScopeFilter(scope) },
       withSlots(query.update(now, lockId, lockedUntil), slots),
       { returnDocument: 'after' },
     );
@@ -388,13 +389,13 @@ export class JobsRepository {
     now: Date,
     name: string,
     fullGroups: readonly string[],
-    skipIds: readonly Types.ObjectId[],
+    scope: Pick<ClaimScope, 'skipIds' | 'skipLocks'>,
   ): Promise<Pick<JobDocument, '_id' | 'group'> | null> {
     const query = CLAIM_SOURCES[source];
     return this.collection.findOne<Pick<JobDocument, '_id' | 'group'>>(
       {
         ...query.filter(now),
-        ...scopeFilter({ names: [name], skipIds }),
+        ...scopeFilter({ names: [name], ...scope }),
         ...(fullGroups.length > 0 ? { group: { $nin: [...fullGroups] } } : {}),
       },
       { sort: query.sort, projection: { _id: 1, group: 1 } },

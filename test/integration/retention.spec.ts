@@ -50,13 +50,13 @@ const gone = (app: JobsTestApp, id: string) => async () => (await row(app, id)) 
 async function rowSeenIn(app: JobsTestApp, name: string, status: string) {
   for (let tries = 1; ; tries++) {
     const job = await app.jobs.enqueue(name, null);
-    let seen: Awaited<ReturnType<typeof row>> = null;
+    const seen: { row?: NonNullable<Awaited<ReturnType<typeof row>>> } = {};
     await waitFor(async () => {
       const found = await row(app, job.id);
-      if (found?.status === status) seen = found;
-      return seen !== null || found === null;
+      if (found?.status === status) seen.row = found;
+      return seen.row !== undefined || found === null;
     }, `job ${job.id} to be ${status} or swept`);
-    if (seen) return seen;
+    if (seen.row) return seen.row;
     if (tries === 20) throw new Error(`20 ${name} jobs were swept before one was read ${status}`);
   }
 }

@@ -1,9 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { Injectable, Logger } from '@nestjs/common';
-import type { Document } from 'bson';
+import { Injectable, Logger, type Type } from '@nestjs/common';
+import { type Document, ObjectId } from 'bson';
 import type { MongoClient } from 'mongodb';
 import type { Subscription } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
+import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { ErrorReplyProxy, isStatusUpdate } from '../support/error-reply-proxy';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
@@ -44,6 +45,15 @@ class RatedHandlers {
   }
 }
 
+/** One run at a time fleet-wide: a claim of this name takes a slot, and a reclaim takes over an expired holder. */
+@Injectable()
+class SoloHandlers {
+  @JobHandler('solo', { globalConcurrency: 1 })
+  solo(_payload: unknown, ctx: JobExecutionContext) {
+    count(ctx.jobId);
+  }
+}
+
 /** A claim of a pending row: one `findAndModify` that sets `status: 'running'`. */
 const isClaim = (command: Document) =>
   command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
@@ -51,6 +61,13 @@ const isClaim = (command: Document) =>
 const isRenewal = (command: Document) =>
   (command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$max?.lockedUntil !== undefined) ||
   (command.update === 'jobs' && (command.updates as Document[])[0]?.u?.$max?.lockedUntil !== undefined);
+/** A claim in doubt read back: the row under the lock id (and deadline) that claim sent. */
+const isReadBack = (command: Document) =>
+  command.find === 'jobs' && typeof (command.filter as Document | undefined)?.lockedBy === 'string';
+/** A claim in doubt handed back: pending again, fenced by the lock id that claim sent. */
+const isHandBack = (command: Document) =>
+  isStatusUpdate(command, 'jobs', 'pending') &&
+  typeof ((command.updates as Document[])[0].q as Document | undefined)?.lockedBy === 'string';
 /** The finishing write of exactly this job. */
 const isCompletionOf = (jobId: string) => (command: Document) =>
   isStatusUpdate(command, 'jobs', 'completed') &&
@@ -77,13 +94,13 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     await proxy?.close();
   });
 
-  async function startApp(label: string, options: Record<string, unknown>) {
+  async function startApp(label: string, options: Record<string, unknown>, providers: Type[] = [Handlers]) {
     const dbName = uniqueDatabaseName(label);
     const app = await createJobsTestApp({
       dbName,
       uri: proxy.uri,
       options: { pollIntervalMs: 20, ...options },
-      providers: [Handlers],
+      providers,
     });
     subscriptions.push(app.jobs.events$.subscribe((event) => events.push(event)));
     return { app, raw: client.db(dbName).collection<Document>('jobs') };
@@ -190,6 +207,47 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       expect(warnings.filter((warning) => warning.includes(job.id))).toEqual([]);
     });
   });
+
+  it.each([
+    ['a name without limits', 'quick', Handlers],
+    ['a name with globalConcurrency (its slot holder is taken over by a reclaim)', 'solo', SoloHandlers],
+  ])(
+    'never reclaims, and charges, its own claim in doubt whose read-back is answered after the lease: %s',
+    async (_, name, handlers) => {
+      // The checker's seed 143 (issue 26): a claim landed and its answer was lost; the read-back of that claim was
+      // answered after the claim's lease had run out, and before the hand-back came, another claim step of the same
+      // worker reclaimed the expired row and charged a LeaseExpired attempt for a job no handler had run. Here the
+      // read-back is held past the lease, the hand-back is refused four times (retried 50 to 400 ms apart, 750 ms in
+      // all), and a second claim step of the same process (the poll loop's next claim of a burst) runs meanwhile.
+      const { app, raw } = await startApp('own-claim-in-doubt', { worker: false, leaseMs: 1_000 }, [handlers]);
+      try {
+        const job = await app.jobs.enqueue(name, { case: 'own claim in doubt, read back late' }, { maxAttempts: 2 });
+        const lost = proxy.interceptReply({ match: isClaim, action: { lose: true } });
+        const lateRead = proxy.delayReply({ match: isReadBack, ms: 1_500 });
+        // MaxTimeMSExpired: the write did not happen (a code that does not make the driver rediscover the server).
+        const refusedHandBack = proxy.answerWithError({ match: isHandBack, code: 50, times: 4 });
+        const claims = app.get(JobClaimService);
+        const first = claims.claimNext().then(
+          () => 'answered',
+          (error: unknown) => error,
+        );
+        const id = new ObjectId(job.id);
+        await waitFor(async () => {
+          const row = await raw.findOne({ _id: id });
+          return row?.status === 'running' && row.lockedUntil.getTime() < Date.now();
+        }, 'the claim in doubt to land and its lease to run out');
+        expect(refusedHandBack.hits).toBeLessThan(4); // the hand-back has not landed yet
+        const second = await claims.claimNext();
+        expect(second).toBeNull();
+        expect(await first).toBeInstanceOf(Error); // the claim's own (network) error, after the hand-back
+        expect([lost.answered, lateRead.hits, refusedHandBack.hits]).toEqual([1, 1, 4]);
+        expect(await raw.findOne({ _id: id })).toMatchObject({ status: 'pending', attemptCount: 0, attempts: [] });
+        expect(warnings.some((warning) => warning.includes('handed back to pending, no attempt counted'))).toBe(true);
+      } finally {
+        await app.close();
+      }
+    },
+  );
 
   it('keeps a healthy lease through renewal errors for 1.1 s of a 3 s lease (then healthy)', async () => {
     const { app } = await startApp('renewal-errors', { leaseMs: 3_000, heartbeatIntervalMs: 1_000 });
