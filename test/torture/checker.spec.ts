@@ -114,7 +114,7 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check(retried)).toEqual([]);
   });
 
-  it('invariant 5: a claim that ran no handler is charged an attempt, unless its worker was SIGKILLed', () => {
+  it('invariant 5: a claim that ran no handler is charged an attempt, unless its worker was SIGKILLed or lost that lease', () => {
     const row = (t: number, status: string, lock: string | undefined, attemptCount: number) => ({
       t,
       p: 'runner',
@@ -140,6 +140,14 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check([...killedOwner.slice(0, 3), row(3_200, 'running', 'w2.1#1', 2)])).toEqual([
       '5: an attempt was charged for a claim that ran no handler',
     ]);
+    // Long seed 201: a claim answered with its lease nearly gone; its worker recorded the loss of that lease (`stale`
+    // for attempt 1) and ran nothing, and another worker's reclaim charged the attempt, as for any lost lease.
+    const stale = (p: string, attempt: number) => ({ t: 1_700, p, type: 'event', event: 'stale', job: 'j', attempt });
+    expect(check([...stranded, stale('w0.1', 1)])).toEqual([]);
+    // Not another process's loss, nor the loss of another attempt.
+    for (const other of [stale('w2.1', 1), stale('w0.1', 2)]) {
+      expect(check([...stranded, other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
+    }
   });
 
   it('invariant 6: a crash, an unexpected exit and a close over its bound', () => {

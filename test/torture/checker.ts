@@ -454,11 +454,15 @@ function unexplainedCompletions(
   return violations;
 }
 
+/** How far from when a row was seen taken its owner's `stale` event for that attempt may be (longest lease + slack). */
+const STALE_WINDOW_MS = 10_000;
+
 /**
  * Invariant 5: an attempt recorded on a row is backed by a handler call or a recorded lease loss: a lock that held
  * the row `running` with no handler call under it, whose row then went on counting an attempt (reclaimed, or dead),
- * is allowed only when its worker was SIGKILLed; no job is dead with zero handler calls otherwise. The attempt is
- * charged to the lock only when the count rose after it took the row.
+ * is allowed only when its worker was SIGKILLed or recorded that lease's loss (a `stale` event of that job and attempt:
+ * a claim answered with its lease nearly gone, whose first renewal found the row reclaimed); no job is dead with zero
+ * handler calls otherwise. The attempt is charged to the lock only when the count rose after it took the row.
  */
 function unbackedAttempts(
   calls: Map<string, HandlerCall>,
@@ -474,6 +478,18 @@ function unbackedAttempts(
     if (line.type === 'exit' && line.signal === 'SIGKILL') killedAt.set(line.process as string, line.t);
   }
   const excused = (lock: string) => killedAt.has(lock.slice(0, lock.lastIndexOf('#')));
+  // The lease loss the lock's own worker recorded for the attempt it claimed (its `stale` event), near the claim.
+  const leaseLossRecorded = (job: string, lock: string, held: HistoryLine) =>
+    lines.some(
+      (line) =>
+        line.type === 'event' &&
+        line.event === 'stale' &&
+        line.job === job &&
+        line.p === lock.slice(0, lock.lastIndexOf('#')) &&
+        line.attempt === Number(held.attemptCount ?? 0) + 1 &&
+        line.t >= held.t - STALE_WINDOW_MS &&
+        line.t <= held.t + STALE_WINDOW_MS,
+    );
   const rowLines = groupBy(
     lines.filter((line) => line.type === 'row'),
     (line) => line.job as string,
@@ -489,6 +505,7 @@ function unbackedAttempts(
       // No attempt was charged after this lock took the row: the count it held was the previous owner's (a reclaim
       // charges the lost attempt as it claims, then dead-letters the row when that was the last one).
       if (Number(next.attemptCount ?? 0) <= Number(held.attemptCount ?? 0)) continue;
+      if (leaseLossRecorded(job, lock, held)) continue;
       violations.push({
         invariant: 5,
         job,
