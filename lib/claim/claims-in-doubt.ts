@@ -5,11 +5,15 @@ import type { JobDocument } from '../persistence/job.schema.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { errorInfo } from '../utils/error-info.js';
-import { raceTimeout } from '../utils/race-timeout.js';
+import { firstAnswer, type HedgeSchedule } from '../utils/first-answer.js';
 
-/** Waits between reads of a claim in doubt: 50 ms doubling, at most 1 s. */
-const READ_RETRY_BASE_MS = 50;
-const READ_RETRY_MAX_MS = 1_000;
+/**
+ * How a claim in doubt is read back and handed back: a copy that fails is retried after 50 ms, doubling up to 1 s; one
+ * not answered within 250 ms (then 500 ms, 1 s…) gets another copy beside it on another connection, at most 3 at once,
+ * so a read stuck on a connection a partition hung does not hold the claim in doubt until its lease ends (the long
+ * checker's seed 224: a lost claim answer, then 840 ms of black hole).
+ */
+const IN_DOUBT: HedgeSchedule = { hedgeMs: 250, maxInFlight: 3, retry: { baseMs: 50, maxMs: 1_000 } };
 /** How long past the lease a claim wrote its row may still be handed back (bounded: the poll loop waits for it). */
 const HAND_BACK_WINDOW_MS = 2_000;
 
@@ -77,49 +81,28 @@ export class ClaimsInDoubt {
   /** The row the claim took, null when it took none, `'unknown'` when that could not be told before the lease ended. */
   private async readBack({ lockId, lockedUntil }: SentClaim): Promise<JobDocument | null | 'unknown'> {
     const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
-    for (let failures = 0; ; failures += 1) {
-      try {
-        // A read that hangs (server unreachable) is not waited for past the point where its answer is of no use.
-        const read = this.repository.findClaimedBy(lockId, lockedUntil).then((row) => ({ row }));
-        const answer = await raceTimeout(read, giveUpAt() - Date.now(), () => undefined);
-        return answer ? answer.row : 'unknown';
-      } catch {
-        if (!(await this.backOff(failures, giveUpAt()))) return 'unknown';
-      }
-    }
+    const answer = await firstAnswer(() => this.repository.findClaimedBy(lockId, lockedUntil), giveUpAt, IN_DOUBT);
+    return answer ? answer.value : 'unknown';
   }
 
   /** Past the lease: hands the row back if it is still this claim's, retrying through errors for a short while. */
   private async handBack({ lockId, lockedUntil }: SentClaim, cause: unknown): Promise<void> {
     const giveUpAt = () => Math.min(lockedUntil.getTime() + HAND_BACK_WINDOW_MS, this.shutdownEndsAt());
-    for (let failures = 0; ; failures += 1) {
-      try {
-        const write = this.repository.handBackClaimed(lockId, lockedUntil, new Date());
-        const handedBack = await raceTimeout(write, giveUpAt() - Date.now(), () => undefined);
-        if (handedBack === undefined) break;
-        if (handedBack) {
-          this.logger.warn(
-            `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and took a row, found only after its lease; ` +
-              'the row was handed back to pending, no attempt counted',
-          );
-        }
-        return; // handed back, or the claim took nothing (or its row was reclaimed already)
-      } catch {
-        if (!(await this.backOff(failures, giveUpAt()))) break;
-      }
+    // Idempotent: a second copy matches nothing once the first landed (it only decides what is logged).
+    const write = () => this.repository.handBackClaimed(lockId, lockedUntil, new Date());
+    const answer = await firstAnswer(write, giveUpAt, IN_DOUBT);
+    if (answer?.value) {
+      this.logger.warn(
+        `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and took a row, found only after its lease; ` +
+          'the row was handed back to pending, no attempt counted',
+      );
+    } else if (!answer) {
+      this.logger.warn(
+        `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and neither reading its row back nor handing it ` +
+          "back could be done in time; a row it took is reclaimed like a crashed worker's",
+      );
     }
-    this.logger.warn(
-      `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and neither reading its row back nor handing it ` +
-        "back could be done in time; a row it took is reclaimed like a crashed worker's",
-    );
-  }
-
-  /** Waits before the next try (50 ms doubling, at most 1 s); false when that would pass `giveUpAt`. */
-  private async backOff(failures: number, giveUpAt: number): Promise<boolean> {
-    const waitMs = Math.min(READ_RETRY_BASE_MS * 2 ** failures, READ_RETRY_MAX_MS);
-    if (Date.now() + waitMs >= giveUpAt) return false;
-    await new Promise((resolve) => setTimeout(resolve, waitMs));
-    return true;
+    // answer.value false: the claim took nothing, or its row was reclaimed already.
   }
 
   /** Shutting down, nothing waits past close()'s hard bound. */
