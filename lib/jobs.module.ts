@@ -9,10 +9,10 @@ import { JobsExplorer } from './discovery/jobs.explorer.js';
 import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor.js';
 import { JobDocumentFactory } from './enqueue/job-document.factory.js';
 import { JobEnqueuer } from './enqueue/job-enqueuer.service.js';
+import { WorkArrived } from './enqueue/work-arrived.js';
 import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error.js';
 import { JobEvents } from './events/job-events.js';
 import { JobFinalizer } from './execution/job-finalizer.service.js';
-import { JobRunner } from './execution/job-runner.service.js';
 import { WorkerPresenceService } from './fleet/worker-presence.service.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants.js';
@@ -39,6 +39,7 @@ import { ShutdownDeadline } from './shutdown/shutdown-deadline.js';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
 import { JobWaiter } from './waiting/job-waiter.service.js';
 import { JobsDrainer } from './waiting/jobs-drainer.js';
+import { JobRunner } from './worker/job-runner.service.js';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -98,6 +99,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobHandlerRegistry,
     JobDocumentFactory,
     JobEnqueuer,
+    WorkArrived,
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,

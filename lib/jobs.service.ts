@@ -4,13 +4,13 @@ import type { Observable } from 'rxjs';
 import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service.js';
 import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service.js';
+import { WorkArrived } from './enqueue/work-arrived.js';
 import { DedupeConflictError } from './errors/dedupe-conflict.error.js';
 import { InvalidDurationError } from './errors/invalid-duration.error.js';
 import { InvalidJobIdError } from './errors/invalid-job-id.error.js';
 import { JobCancelledError } from './errors/job-cancelled.error.js';
 import type { JobEvent } from './events/job-event.js';
 import { JobEvents } from './events/job-events.js';
-import { JobRunner } from './execution/job-runner.service.js';
 import type { JobsWorker } from './fleet/jobs-worker.js';
 import { toJobsWorker } from './fleet/worker-presence.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
@@ -52,6 +52,7 @@ import { isDuration } from './utils/validate.js';
 import type { DrainOptions } from './waiting/drain-options.js';
 import { JobWaiter } from './waiting/job-waiter.service.js';
 import { JobsDrainer } from './waiting/jobs-drainer.js';
+import { JobRunner } from './worker/job-runner.service.js';
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()
@@ -70,6 +71,7 @@ export class JobsService {
     private readonly events: JobEvents,
     private readonly monitor: JobsWorkerMonitor,
     private readonly enqueuer: JobEnqueuer,
+    private readonly workArrived: WorkArrived,
     private readonly registry: JobHandlerRegistry,
     private readonly waiter: JobWaiter,
     private readonly retention: JobRetention,
@@ -244,7 +246,7 @@ export class JobsService {
         throw new DedupeConflictError(id, job.name, job.dedupeKey as string, holder._id.toHexString());
       }
       case 'revived':
-        this.runner.notifyEnqueued();
+        this.workArrived.signal();
         return toJobRecord(result.job);
     }
   }

@@ -7,13 +7,13 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { JobClaimService } from '../claim/job-claim.service.js';
-import { JobRunner } from '../execution/job-runner.service.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { addMs, now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
 import { LIBRARY_VERSION } from '../version.js';
+import { JobRunner } from '../worker/job-runner.service.js';
 import {
   CLEANUP_BATCH_SIZE,
   CLEANUP_EVERY_REFRESHES,

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobRunner } from '../execution/job-runner.service.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
 import { now } from '../utils/clock.js';
 import { raceTimeout } from '../utils/race-timeout.js';
+import { JobRunner } from '../worker/job-runner.service.js';
 import type { JobsWorkerStatus } from './jobs-worker-status.js';
 import { resolvePingTimeout, type WorkerStatusOptions } from './worker-status-options.js';
 

@@ -8,9 +8,14 @@ import {
 import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight.js';
 import { JobClaimService } from '../claim/job-claim.service.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { WorkArrived } from '../enqueue/work-arrived.js';
 import type { JobCancelledError } from '../errors/job-cancelled.error.js';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
 import { type JobEventSubject, JobEvents } from '../events/job-events.js';
+import { type ExecutionOutcome, JobExecution } from '../execution/job-execution.js';
+import { JobFinalizer } from '../execution/job-finalizer.service.js';
+import type { RowFate } from '../execution/row-fate.js';
+import { whyNotRunnable } from '../execution/runnable-row.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import type { Lease } from '../lease/lease.js';
@@ -22,10 +27,6 @@ import type { ClaimedJob } from '../types/claimed-job.js';
 import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
 import { now } from '../utils/clock.js';
 import { describeJobId } from '../utils/job-id.js';
-import { type ExecutionOutcome, JobExecution } from './job-execution.js';
-import { JobFinalizer } from './job-finalizer.service.js';
-import type { RowFate } from './row-fate.js';
-import { whyNotRunnable } from './runnable-row.js';
 import { SlotReservation } from './slot-reservation.js';
 import { Wakeup } from './wakeup.js';
 
@@ -82,7 +83,14 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
     private readonly deadline: ShutdownDeadline,
-  ) {}
+    workArrived: WorkArrived,
+  ) {
+    // Jobs stored or revived in this process: an idle loop polls at once instead of waiting out its interval.
+    workArrived.arrivals$.subscribe(() => {
+      this.claims.jobsArrived();
+      this.wakeup.wake();
+    });
+  }
 
   onApplicationBootstrap(): void {
     if (this.options.worker && !this.loop) {
@@ -99,12 +107,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   beforeApplicationShutdown(): Promise<void> {
     this.shutdownDone ??= this.shutdown();
     return this.shutdownDone;
-  }
-
-  /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
-  notifyEnqueued(): void {
-    this.claims.jobsArrived();
-    this.wakeup.wake();
   }
 
   /**
