@@ -40,6 +40,7 @@ import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
 import { JobWaiter } from './waiting/job-waiter.service.js';
 import { JobsDrainer } from './waiting/jobs-drainer.js';
 import { JobRunner } from './worker/job-runner.service.js';
+import { WORKER_STATE } from './worker/worker-state.js';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -109,6 +110,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     LeaseHeartbeat,
     JobFinalizer,
     JobRunner,
+    { provide: WORKER_STATE, useExisting: JobRunner },
     JobsWorkerMonitor,
     JobsCronScheduler,
     JobWaiter,

@@ -29,6 +29,7 @@ import { now } from '../utils/clock.js';
 import { describeJobId } from '../utils/job-id.js';
 import { SlotReservation } from './slot-reservation.js';
 import { Wakeup } from './wakeup.js';
+import type { PollState, WorkerState } from './worker-state.js';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
 type BurstEnd = 'full' | 'empty' | 'failed';
@@ -51,7 +52,7 @@ interface RunningExecution {
  * handler settles and its outcome is written, never just until a timer fires.
  */
 @Injectable()
-export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown, WorkerState {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
   /** Keyed by lock id: one job can have two executions here (a cancelled attempt still settling, and a retry). */
   private readonly running = new Map<string, RunningExecution>();
@@ -130,16 +131,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
   }
 
-  /** Poll-loop facts for health checks. `polling` is false before bootstrap, after shutdown, or with `worker: false`. */
-  pollState(): {
-    polling: boolean;
-    running: number;
-    lastPollAt: Date | null;
-    /** When the loop last showed progress: its last finished poll, or its start while the first poll runs. */
-    progressAt: Date | null;
-    lastError: string | null;
-    consecutiveClaimFailures: number;
-  } {
+  pollState(): PollState {
     return {
       polling: this.loop !== undefined && !this.stopping,
       running: this.running.size,
@@ -148,6 +140,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       lastError: this.lastError,
       consecutiveClaimFailures: this.consecutiveClaimFailures,
     };
+  }
+
+  stopped(): Promise<void> {
+    return this.beforeApplicationShutdown();
   }
 
   /**
