@@ -34,7 +34,7 @@ const floors = [
     comment: 'the poll loop and its slots, runNow, shutdown, drain and waits on the running worker',
     folders: ['worker', 'shutdown', 'waiting'],
   },
-  { name: 'admin', comment: 'retention and purge', folders: ['retention'] },
+  { name: 'admin', comment: 'cancel, retry, purge, and retention', folders: ['admin', 'retention'] },
   {
     name: 'side-rooms',
     comment: 'cron, telemetry, read queries, fleet presence, liveness, HTTP helpers',

@@ -2,6 +2,7 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
+import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { ClaimsInDoubt } from './claim/claims-in-doubt.js';
 import { JobClaimService } from './claim/job-claim.service.js';
 import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
@@ -32,6 +33,7 @@ import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
 import { JobsRepository } from './persistence/jobs.repository.js';
+import { JobsQuery } from './query/jobs-query.service.js';
 import { JobRetention } from './retention/job-retention.service.js';
 import { RetentionSweeper } from './retention/retention-sweeper.service.js';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
@@ -40,6 +42,7 @@ import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
 import { JobWaiter } from './waiting/job-waiter.service.js';
 import { JobsDrainer } from './waiting/jobs-drainer.js';
 import { JobRunner } from './worker/job-runner.service.js';
+import { RunNow } from './worker/run-now.service.js';
 import { WORKER_STATE } from './worker/worker-state.js';
 
 /**
@@ -117,6 +120,9 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsDrainer,
     WorkersRepository,
     WorkerPresenceService,
+    JobsQuery,
+    JobsAdmin,
+    RunNow,
     JobsService,
   ];
   return {
