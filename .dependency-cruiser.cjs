@@ -28,9 +28,13 @@ const floors = [
   { name: 'enqueue', folders: ['enqueue'] },
   { name: 'claim', comment: 'fleet limits are part of claiming', folders: ['limits', 'claim'] },
   { name: 'lease', folders: ['lease'] },
-  { name: 'execution', comment: 'one attempt; the runner still lives here today', folders: ['execution'] },
-  { name: 'worker', comment: 'shutdown, drain and waits on the running worker', folders: ['shutdown', 'waiting'] },
-  { name: 'admin', comment: 'retention and purge', folders: ['retention'] },
+  { name: 'execution', comment: 'one attempt', folders: ['execution'] },
+  {
+    name: 'worker',
+    comment: 'the poll loop and its slots, runNow, shutdown, drain and waits on the running worker',
+    folders: ['worker', 'shutdown', 'waiting'],
+  },
+  { name: 'admin', comment: 'cancel, retry, purge, and retention', folders: ['admin', 'retention'] },
   {
     name: 'side-rooms',
     comment: 'cron, telemetry, read queries, fleet presence, liveness, HTTP helpers',

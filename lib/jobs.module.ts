@@ -2,6 +2,7 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
+import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { ClaimsInDoubt } from './claim/claims-in-doubt.js';
 import { JobClaimService } from './claim/job-claim.service.js';
 import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
@@ -9,10 +10,10 @@ import { JobsExplorer } from './discovery/jobs.explorer.js';
 import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor.js';
 import { JobDocumentFactory } from './enqueue/job-document.factory.js';
 import { JobEnqueuer } from './enqueue/job-enqueuer.service.js';
+import { WorkArrived } from './enqueue/work-arrived.js';
 import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error.js';
 import { JobEvents } from './events/job-events.js';
 import { JobFinalizer } from './execution/job-finalizer.service.js';
-import { JobRunner } from './execution/job-runner.service.js';
 import { WorkerPresenceService } from './fleet/worker-presence.service.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants.js';
@@ -32,6 +33,7 @@ import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
 import { JobsRepository } from './persistence/jobs.repository.js';
+import { JobsQuery } from './query/jobs-query.service.js';
 import { JobRetention } from './retention/job-retention.service.js';
 import { RetentionSweeper } from './retention/retention-sweeper.service.js';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
@@ -39,6 +41,9 @@ import { ShutdownDeadline } from './shutdown/shutdown-deadline.js';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
 import { JobWaiter } from './waiting/job-waiter.service.js';
 import { JobsDrainer } from './waiting/jobs-drainer.js';
+import { JobRunner } from './worker/job-runner.service.js';
+import { RunNow } from './worker/run-now.service.js';
+import { WORKER_STATE } from './worker/worker-state.js';
 
 /**
  * Durable MongoDB-backed jobs. Import once, after `MongooseModule.forRoot()`; `JobsService` is then
@@ -98,6 +103,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobHandlerRegistry,
     JobDocumentFactory,
     JobEnqueuer,
+    WorkArrived,
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,
@@ -107,12 +113,16 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     LeaseHeartbeat,
     JobFinalizer,
     JobRunner,
+    { provide: WORKER_STATE, useExisting: JobRunner },
     JobsWorkerMonitor,
     JobsCronScheduler,
     JobWaiter,
     JobsDrainer,
     WorkersRepository,
     WorkerPresenceService,
+    JobsQuery,
+    JobsAdmin,
+    RunNow,
     JobsService,
   ];
   return {

@@ -1,43 +1,30 @@
-import { Inject, Injectable } from '@nestjs/common';
-import type { Types } from 'mongoose';
+import { Injectable } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { type ClaimByIdResult, JobClaimService } from './claim/job-claim.service.js';
-import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
+import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service.js';
-import { DedupeConflictError } from './errors/dedupe-conflict.error.js';
 import { InvalidDurationError } from './errors/invalid-duration.error.js';
-import { InvalidJobIdError } from './errors/invalid-job-id.error.js';
-import { JobCancelledError } from './errors/job-cancelled.error.js';
 import type { JobEvent } from './events/job-event.js';
 import { JobEvents } from './events/job-events.js';
-import { JobRunner } from './execution/job-runner.service.js';
 import type { JobsWorker } from './fleet/jobs-worker.js';
 import { toJobsWorker } from './fleet/worker-presence.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
-import { JOBS_RESOLVED_OPTIONS } from './jobs.constants.js';
-import type { ResolvedJobsOptions } from './jobs.options.js';
 import type {
   EnqueuedJobRecord,
   EnqueueItem,
   EnqueueManyOptions,
   EnqueueOptions,
-  RunNowConflictReason,
   RunNowOutcome,
 } from './jobs.types.js';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status.js';
 import type { WorkerStatusOptions } from './liveness/worker-status-options.js';
-import { isInSource } from './persistence/claim-queries.js';
-import { type JobDocument, toJobRecord } from './persistence/job.schema.js';
-import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types.js';
-import { JobsRepository } from './persistence/jobs.repository.js';
-import { collectJobMetrics, type JobMetrics } from './query/job-metrics.js';
-import { type JobMetricsOptions, resolveMetricsOptions } from './query/job-metrics-options.js';
-import { encodeListCursor } from './query/list-cursor.js';
-import { type JobListPage, type ListJobsOptions, resolveListQuery } from './query/list-jobs-options.js';
-import { JobRetention } from './retention/job-retention.service.js';
-import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from './retention/purge-options.js';
-import { SWEEP_BATCH_SIZE } from './retention/retention-sweeper.service.js';
+import { toJobRecord } from './persistence/job.schema.js';
+import type { JobRecord, JobStatus } from './persistence/job.types.js';
+import type { JobMetrics } from './query/job-metrics.js';
+import type { JobMetricsOptions } from './query/job-metrics-options.js';
+import { JobsQuery } from './query/jobs-query.service.js';
+import type { JobListPage, ListJobsOptions } from './query/list-jobs-options.js';
+import type { PurgeOptions } from './retention/purge-options.js';
 import type {
   CatalogueEnqueueArgs,
   DeclaredJobName,
@@ -47,11 +34,12 @@ import type {
   UncataloguedJobName,
 } from './types/job-catalogue.js';
 import { now } from './utils/clock.js';
-import { parseJobId } from './utils/job-id.js';
+import { requireJobId } from './utils/require-job-id.js';
 import { isDuration } from './utils/validate.js';
 import type { DrainOptions } from './waiting/drain-options.js';
 import { JobWaiter } from './waiting/job-waiter.service.js';
 import { JobsDrainer } from './waiting/jobs-drainer.js';
+import { RunNow } from './worker/run-now.service.js';
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */
 @Injectable()
@@ -64,18 +52,15 @@ export class JobsService {
   readonly events$: Observable<JobEvent>;
 
   constructor(
-    private readonly repository: JobsRepository,
-    private readonly claims: JobClaimService,
-    private readonly runner: JobRunner,
-    private readonly events: JobEvents,
-    private readonly monitor: JobsWorkerMonitor,
+    events: JobEvents,
     private readonly enqueuer: JobEnqueuer,
-    private readonly registry: JobHandlerRegistry,
     private readonly waiter: JobWaiter,
-    private readonly retention: JobRetention,
-    private readonly workersRepository: WorkersRepository,
     private readonly drainer: JobsDrainer,
-    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+    private readonly query: JobsQuery,
+    private readonly admin: JobsAdmin,
+    private readonly runNowService: RunNow,
+    private readonly monitor: JobsWorkerMonitor,
+    private readonly workersRepository: WorkersRepository,
   ) {
     this.events$ = events.events$;
   }
@@ -145,8 +130,7 @@ export class JobsService {
 
   /** @throws InvalidJobIdError for anything but a 24-hex id. */
   async findById<TPayload = unknown>(id: string): Promise<JobRecord<TPayload> | null> {
-    const doc = await this.repository.findById(requireJobId(id));
-    return doc && toJobRecord<TPayload>(doc);
+    return this.query.findById<TPayload>(id);
   }
 
   /**
@@ -206,21 +190,7 @@ export class JobsService {
    * @throws InvalidJobIdError
    */
   async cancel(id: string): Promise<JobRecord | null> {
-    const jobId = requireJobId(id);
-    // Its name picks the retention to stamp; a name never changes, so reading it first races with nothing.
-    const subject = await this.repository.findCancelSubject(jobId);
-    if (!subject) return null;
-    const at = now();
-    const cancelled = await this.repository.cancel(jobId, at, {
-      expiresAt: this.retention.expiresAt('cancelled', subject, at),
-      // Only for a row claimed by an older version, which records no lease: the one this process knows for the name.
-      fallbackLeaseMs: this.registry.get(subject.name)?.leaseMs ?? this.options.leaseMs,
-    });
-    if (!cancelled) return this.findById(id);
-    const hex = jobId.toHexString();
-    this.runner.cancelLocal(hex, new JobCancelledError(hex));
-    this.events.emit('cancelled', { jobId: hex, name: cancelled.name, attempt: cancelled.attemptCount });
-    return toJobRecord(cancelled);
+    return this.admin.cancel(id);
   }
 
   /**
@@ -235,18 +205,7 @@ export class JobsService {
    * @throws RetryContendedError when the job changed between retry's read and write at every try; nothing changes.
    */
   async retry(id: string): Promise<JobRecord | null> {
-    const result = await this.repository.retry(requireJobId(id), now());
-    switch (result.kind) {
-      case 'not-revivable':
-        return this.findById(id);
-      case 'conflict': {
-        const { job, holder } = result;
-        throw new DedupeConflictError(id, job.name, job.dedupeKey as string, holder._id.toHexString());
-      }
-      case 'revived':
-        this.runner.notifyEnqueued();
-        return toJobRecord(result.job);
-    }
+    return this.admin.retry(id);
   }
 
   /**
@@ -262,25 +221,12 @@ export class JobsService {
    * @example await jobs.purge({ status: 'dead', name: 'email.send', finishedBefore: new Date(Date.now() - 86_400_000) });
    */
   async purge(options: PurgeOptions): Promise<number> {
-    const filter = resolvePurgeFilter(options);
-    const limit = purgeLimit(options);
-    let deleted = 0;
-    while (deleted < limit) {
-      const size = Math.min(SWEEP_BATCH_SIZE, limit - deleted);
-      const batch = await this.repository.deleteFinished(filter, now(), size);
-      deleted += batch.deleted;
-      if (batch.found < size) break;
-    }
-    return deleted;
+    return this.admin.purge(options);
   }
 
   /** Number of jobs per status (every status present, zero included). */
   async stats(): Promise<Record<JobStatus, number>> {
-    const counts = await this.repository.countByStatus();
-    return Object.fromEntries(JOB_STATUSES.map((status) => [status, counts.get(status) ?? 0])) as Record<
-      JobStatus,
-      number
-    >;
+    return this.query.stats();
   }
 
   /**
@@ -293,14 +239,7 @@ export class JobsService {
    * @example const { jobs, nextCursor } = await jobs.list({ status: ['dead', 'failed'], name: 'email.send', limit: 20 });
    */
   async list<TPayload = unknown>(options: ListJobsOptions = {}): Promise<JobListPage<TPayload>> {
-    const query = resolveListQuery(options);
-    // One row more than the page says whether another page follows, so the last page's cursor is null.
-    const docs = await this.repository.listJobs(query, query.limit + 1);
-    const page = docs.slice(0, query.limit);
-    return {
-      jobs: page.map((doc) => toJobRecord<TPayload>(doc)),
-      nextCursor: docs.length > query.limit ? encodeListCursor(page[page.length - 1]._id) : null,
-    };
+    return this.query.list<TPayload>(options);
   }
 
   /**
@@ -317,7 +256,7 @@ export class JobsService {
    * @example const { names } = await jobs.metrics({ windowMs: 86_400_000, bucketMs: 3_600_000, names: ['email.send'] });
    */
   async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
-    return collectJobMetrics(this.repository, resolveMetricsOptions(options), now());
+    return this.query.metrics(options);
   }
 
   /**
@@ -351,86 +290,11 @@ export class JobsService {
    * (`limit_reached`).
    */
   async runNow(id: string): Promise<RunNowOutcome> {
-    const jobId = parseJobId(id);
-    if (!jobId) return { kind: 'not_found' };
-    // A slot of `concurrency` is held before the claim: a busy process claims nothing (the row is untouched), and no
-    // claim of the poll loop takes the slot meanwhile.
-    const reservation = this.runner.reserveSlot();
-    if (!reservation) return this.runNowBusy(jobId);
-    try {
-      const taken = await this.claimForRunNow(jobId);
-      if (taken.kind === 'missed') return await this.runNowConflict(jobId);
-      if (taken.kind === 'limited') return await this.runNowConflict(jobId, 'limit_reached');
-      if (taken.kind === 'set_aside') return await this.runNowSetAside(jobId, taken.reason);
-      const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim, reservation) : undefined;
-      const after = await this.repository.findById(jobId);
-      if (!after) return { kind: 'not_found' };
-      if (outcome?.kind === 'not_started')
-        return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
-      return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
-    } finally {
-      reservation.release();
-    }
+    return this.runNowService.run(id);
   }
-
-  /**
-   * `claimById`, tried again when it missed a row that a read right after shows takeable: the row changed state during
-   * the claim (a claim of a poll loop handed back, say), and its answer would be a conflict it does not have.
-   */
-  private async claimForRunNow(jobId: Types.ObjectId): Promise<ClaimByIdResult> {
-    for (let tries = 1; ; tries += 1) {
-      const taken = await this.claims.claimById(jobId);
-      if (taken.kind !== 'missed' || tries === RUN_NOW_CLAIM_TRIES) return taken;
-      const doc = await this.repository.findById(jobId);
-      if (!doc || !this.takeableNow(doc)) return taken;
-    }
-  }
-
-  /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
-  private async runNowBusy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
-    const doc = await this.repository.findById(jobId);
-    if (!doc) return { kind: 'not_found' };
-    const reason = this.takeableNow(doc) ? 'busy' : conflictReason(doc, this.registry);
-    return { kind: 'conflict', reason, job: toJobRecord(doc) };
-  }
-
-  /** A row `runNow` would take now: due, or running with its lease run out, and with a handler here. */
-  private takeableNow(doc: JobDocument): boolean {
-    const at = now();
-    return (
-      this.registry.get(doc.name) !== undefined && (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
-    );
-  }
-
-  /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
-  private async runNowSetAside(jobId: Types.ObjectId, reason: string): Promise<RunNowOutcome> {
-    const doc = await this.repository.findById(jobId);
-    return doc ? { kind: 'not_started', reason, job: toJobRecord(doc) } : { kind: 'not_found' };
-  }
-
-  private async runNowConflict(jobId: Types.ObjectId, reason?: RunNowConflictReason): Promise<RunNowOutcome> {
-    const doc = await this.repository.findById(jobId);
-    if (!doc) return { kind: 'not_found' };
-    return { kind: 'conflict', reason: reason ?? conflictReason(doc, this.registry), job: toJobRecord(doc) };
-  }
-}
-
-/** Claims of one `runNow` that miss a row which is takeable again right after (see `claimForRunNow`). */
-const RUN_NOW_CLAIM_TRIES = 3;
-
-function conflictReason(doc: JobDocument, registry: JobHandlerRegistry): RunNowConflictReason {
-  if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';
-  if (!registry.get(doc.name)) return 'no_handler';
-  return doc.status === 'running' ? 'locked' : 'not_due';
 }
 
 /** A stored job's record carries the caller's own payload (nothing to decode); a holder's is read back as stored. */
 function enqueuedRecord<TPayload>({ doc, deduplicated }: EnqueueResult): EnqueuedJobRecord<TPayload> {
   return { ...toJobRecord<TPayload>(doc, { payloadAsGiven: !deduplicated }), deduplicated };
-}
-
-function requireJobId(id: unknown): Types.ObjectId {
-  const parsed = parseJobId(id);
-  if (!parsed) throw new InvalidJobIdError(id);
-  return parsed;
 }

@@ -3,7 +3,6 @@ import type { ClientSession } from 'mongoose';
 import { DedupeKeyContendedError } from '../errors/dedupe-key-contended.error.js';
 import { InvalidOptionError } from '../errors/invalid-option.error.js';
 import { JobEvents } from '../events/job-events.js';
-import { JobRunner } from '../execution/job-runner.service.js';
 import { DEDUPE_WRITE_TRIES } from '../jobs.constants.js';
 import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../jobs.types.js';
 import type { JobDocument } from '../persistence/job.schema.js';
@@ -15,6 +14,7 @@ import { afterCommit } from './after-commit.js';
 import { ENQUEUE_ITEM_KEYS, ENQUEUE_MANY_OPTION_KEYS } from './enqueue-option-keys.js';
 import { requireEnqueueSession } from './enqueue-session.js';
 import { JobDocumentFactory } from './job-document.factory.js';
+import { WorkArrived } from './work-arrived.js';
 
 /** A stored job, or the pending/running job of its name that holds its dedupe key (`deduplicated`). */
 export interface EnqueueResult {
@@ -33,7 +33,7 @@ export class JobEnqueuer {
   constructor(
     private readonly documents: JobDocumentFactory,
     private readonly repository: JobsRepository,
-    private readonly runner: JobRunner,
+    private readonly workArrived: WorkArrived,
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
   ) {}
@@ -233,7 +233,7 @@ export class JobEnqueuer {
 
   private announceNow(results: EnqueueResult[]): void {
     if (!results.some((result) => !result.deduplicated)) return;
-    this.runner.notifyEnqueued();
+    this.workArrived.signal();
     for (const { doc, deduplicated } of results) {
       if (!deduplicated) this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
     }

@@ -7,13 +7,13 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { JobClaimService } from '../claim/job-claim.service.js';
-import { JobRunner } from '../execution/job-runner.service.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { addMs, now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
 import { LIBRARY_VERSION } from '../version.js';
+import { WORKER_STATE, type WorkerState } from '../worker/worker-state.js';
 import {
   CLEANUP_BATCH_SIZE,
   CLEANUP_EVERY_REFRESHES,
@@ -25,7 +25,7 @@ import { WorkersRepository } from './workers.repository.js';
 
 /**
  * In a worker process, keeps this process's presence document in `<collectionName>_workers` fresh: written at
- * bootstrap (without holding it up) and every refresh interval, removed at shutdown once the runner stopped. Every
+ * bootstrap (without holding it up) and every refresh interval, removed at shutdown once the worker stopped. Every
  * tenth refresh also deletes documents of processes that died long ago. A failed refresh is logged; the next runs
  * as planned.
  */
@@ -43,7 +43,7 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
 
   constructor(
     private readonly repository: WorkersRepository,
-    private readonly runner: JobRunner,
+    @Inject(WORKER_STATE) private readonly worker: WorkerState,
     private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly deadline: ShutdownDeadline,
@@ -51,7 +51,7 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
     this.refreshMs = presenceRefreshMs(options.pollIntervalMs);
   }
 
-  /** Runs after the claim service's and the runner's (it depends on both): the names and the loop are set. */
+  /** Runs after the claim service's and the worker's (it depends on both): the names and the loop are set. */
   onApplicationBootstrap(): void {
     if (!this.options.worker || this.startedAt) return;
     this.startedAt = now();
@@ -63,14 +63,14 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
   }
 
   /**
-   * Removes the presence document once the runner stopped (it keeps refreshing while running jobs drain, so the
+   * Removes the presence document once the worker stopped (it keeps refreshing while running jobs drain, so the
    * worker stays listed meanwhile), by the module's shared shutdown deadline: `close()` keeps its bound. A document
    * left behind (database unreachable) is gone from the fleet view three refresh intervals later.
    */
   async beforeApplicationShutdown(): Promise<void> {
     this.deadline.start();
     if (!this.startedAt || this.stopped) return;
-    await this.runner.beforeApplicationShutdown();
+    await this.worker.stopped();
     this.stopped = true;
     clearInterval(this.timer);
     const removal = (async () => {
@@ -121,7 +121,7 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
       concurrency: this.options.concurrency,
       // Every name run here, also a limited one its claims skip this poll (at its limit, or found empty).
       names: [...this.claims.runNames()].sort(),
-      running: this.runner.pollState().running,
+      running: this.worker.pollState().running,
       version: LIBRARY_VERSION,
       refreshIntervalMs: this.refreshMs,
       liveUntil: addMs(seenAt, MISSED_REFRESHES_GONE * this.refreshMs),

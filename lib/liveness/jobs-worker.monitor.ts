@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobRunner } from '../execution/job-runner.service.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
 import { now } from '../utils/clock.js';
 import { raceTimeout } from '../utils/race-timeout.js';
+import { type PollState, WORKER_STATE, type WorkerState } from '../worker/worker-state.js';
 import type { JobsWorkerStatus } from './jobs-worker-status.js';
 import { resolvePingTimeout, type WorkerStatusOptions } from './worker-status-options.js';
 
@@ -18,14 +18,14 @@ const DOWN_AFTER_CLAIM_FAILURES = 3;
 export class JobsWorkerMonitor {
   constructor(
     private readonly repository: JobsRepository,
-    private readonly runner: JobRunner,
+    @Inject(WORKER_STATE) private readonly worker: WorkerState,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
   /** @throws InvalidOptionError for options that are not an object, an unknown key or a bad `timeoutMs`. */
   async status(options: WorkerStatusOptions = {}): Promise<JobsWorkerStatus> {
     const databaseError = await pingWithin(this.repository.ping(), resolvePingTimeout(options));
-    const poll = this.runner.pollState();
+    const poll = this.worker.pollState();
     const status: JobsWorkerStatus = {
       status: 'up',
       worker: this.options.worker,
@@ -45,7 +45,7 @@ export class JobsWorkerMonitor {
     return status;
   }
 
-  private pollProblem(poll: ReturnType<JobRunner['pollState']>): string | undefined {
+  private pollProblem(poll: PollState): string | undefined {
     if (!this.options.worker) return undefined; // a producer-only process: the database is all there is
     if (!poll.polling) return 'The poll loop is not running (not started yet, or shut down)';
     const stalledAfter = STALLED_AFTER_POLL_INTERVALS * this.options.pollIntervalMs;

@@ -5,13 +5,13 @@ import { JobNotFoundError } from '../errors/job-not-found.error.js';
 import { WaitTimeoutError } from '../errors/wait-timeout.error.js';
 import type { JobEventType } from '../events/job-event.js';
 import { JobEvents } from '../events/job-events.js';
-import { Wakeup } from '../execution/wakeup.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import type { JobDocument } from '../persistence/job.schema.js';
 import type { JobStatus } from '../persistence/job.types.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
 import { raceTimeout } from '../utils/race-timeout.js';
+import { Wakeup } from '../worker/wakeup.js';
 
 /** The statuses a job never leaves by itself: a wait ends on them. */
 const FINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'dead', 'failed', 'cancelled']);

@@ -5,12 +5,12 @@ import { type DrainLeftover, DrainTimeoutError } from '../errors/drain-timeout.e
 import { InvalidOptionError } from '../errors/invalid-option.error.js';
 import type { JobEventType } from '../events/job-event.js';
 import { JobEvents } from '../events/job-events.js';
-import { Wakeup } from '../execution/wakeup.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { JobsRepository } from '../persistence/jobs.repository.js';
 import { describeJobId } from '../utils/job-id.js';
 import { raceTimeout } from '../utils/race-timeout.js';
+import { Wakeup } from '../worker/wakeup.js';
 import { type DrainOptions, resolveDrainOptions } from './drain-options.js';
 
 /** Local events after which a watched name may have nothing left: each wakes the drain for one read. */

@@ -5,7 +5,7 @@ import { mongo } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { MAX_CLAIMS_IN_FLIGHT } from '../../lib/claim/claims-in-flight';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
-import { JobRunner } from '../../lib/execution/job-runner.service';
+import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals
 import { Injectable, Logger } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { JobRunner } from '../../lib/execution/job-runner.service';
+import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { MongoClient } from 'mongodb';
 import type { ClientSession } from 'mongoose';
 import { type InvalidSessionError, type JobEvent, JobHandler } from '../../lib';
-import { JobRunner } from '../../lib/execution/job-runner.service';
+import { WorkArrived } from '../../lib/enqueue/work-arrived';
 import { dedupeScope } from '../../lib/persistence/dedupe-scope';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type RecordedCommand, SessionWireProxy } from '../support/session-wire-proxy';
@@ -45,7 +45,7 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
   });
   beforeEach(() => {
     events = [];
-    wakeUps = jest.spyOn(app.get(JobRunner), 'notifyEnqueued');
+    wakeUps = jest.spyOn(app.get(WorkArrived), 'signal');
   });
   afterEach(() => wakeUps.mockRestore());
   afterAll(async () => {

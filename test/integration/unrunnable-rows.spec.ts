@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type MongoClient, ObjectId } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { JobRunner } from '../../lib/execution/job-runner.service';
+import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 

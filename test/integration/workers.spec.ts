@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
-import { JobRunner } from '../../lib/execution/job-runner.service';
+import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 

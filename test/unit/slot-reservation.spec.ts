@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { SlotReservation } from '../../lib/execution/slot-reservation';
+import { SlotReservation } from '../../lib/worker/slot-reservation';
 
 describe('SlotReservation', () => {
   it('ends once: released unused (the slot is free again), or passed to its job (the slot stays taken)', () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { Wakeup } from '../../lib/execution/wakeup';
+import { Wakeup } from '../../lib/worker/wakeup';
 
 describe('Wakeup', () => {
   beforeEach(() => {

@@ -5,43 +5,33 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
-import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight.js';
 import { JobClaimService } from '../claim/job-claim.service.js';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { WorkArrived } from '../enqueue/work-arrived.js';
 import type { JobCancelledError } from '../errors/job-cancelled.error.js';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
 import { type JobEventSubject, JobEvents } from '../events/job-events.js';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS } from '../jobs.constants.js';
+import { type ExecutionOutcome, JobExecution } from '../execution/job-execution.js';
+import { JobFinalizer } from '../execution/job-finalizer.service.js';
+import type { RowFate } from '../execution/row-fate.js';
+import { whyNotRunnable } from '../execution/runnable-row.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
-import type { Lease } from '../lease/lease.js';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { describeShutdown } from '../shutdown/shutdown-summary.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
-import { now } from '../utils/clock.js';
 import { describeJobId } from '../utils/job-id.js';
-import { type ExecutionOutcome, JobExecution } from './job-execution.js';
-import { JobFinalizer } from './job-finalizer.service.js';
-import type { RowFate } from './row-fate.js';
-import { whyNotRunnable } from './runnable-row.js';
+import { type ClaimStepResult, claimBurst } from './claim-burst.js';
+import { ignoredAbortMessage } from './ignored-abort-message.js';
+import { NameCapacity } from './name-capacity.js';
+import { PollRecord } from './poll-record.js';
+import type { RunningExecution } from './running-execution.js';
+import { shutDownSlots } from './shutdown-slots.js';
 import { SlotReservation } from './slot-reservation.js';
 import { Wakeup } from './wakeup.js';
-
-/** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
-type BurstEnd = 'full' | 'empty' | 'failed';
-/** `inconclusive`: nothing due among names narrowed by claims in flight, and one of those names has room again. */
-type ClaimStepResult = 'claimed' | 'empty' | 'inconclusive' | 'failed';
-
-interface RunningExecution {
-  execution: JobExecution;
-  /** The handler has settled (or never started): only its outcome write may still be under way. */
-  handlerSettled: boolean;
-  /** What became of the row, once its outcome was handled (for the shutdown summary). */
-  fate?: RowFate;
-  done: Promise<ExecutionOutcome>;
-}
+import type { PollState, WorkerState } from './worker-state.js';
 
 /**
  * The worker: one poll loop with `concurrency` slots. While work is due and slots are free it keeps up to
@@ -50,28 +40,23 @@ interface RunningExecution {
  * handler settles and its outcome is written, never just until a timer fires.
  */
 @Injectable()
-export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown, WorkerState {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
   /** Keyed by lock id: one job can have two executions here (a cancelled attempt still settling, and a retry). */
   private readonly running = new Map<string, RunningExecution>();
-  private readonly runningPerName = new Map<string, number>();
-  /** Claims in flight, and per name how many of them may return a job of it. */
+  /** Per name, its executions here plus the claims in flight that may return it, against its concurrency. */
+  private readonly names = new NameCapacity((name) => this.limitOf(name));
+  /** Claims sent and not answered yet; each holds a slot meanwhile. */
   private claimsInFlight = 0;
   /** Slots `runNow` calls hold while they claim (see `reserveSlot`): the poll loop and other runNows leave them free. */
   private reservedSlots = 0;
-  private readonly claimingPerName = new Map<string, number>();
   private readonly wakeup = new Wakeup();
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
   /** Claims handed straight back during shutdown (they landed after it began): counted in its summary. */
   private readonly shutdownHandBacks: { jobId: string; fate: RowFate }[] = [];
-  private lastPollAt: Date | null = null;
-  /** When the poll loop started: a loop still in its first poll is measured from here. */
-  private loopStartedAt: Date | null = null;
-  private lastError: string | null = null;
-  /** Polls in a row whose claim threw (reset by any claim that did not): the loop polls on time but takes nothing. */
-  private consecutiveClaimFailures = 0;
+  private readonly record = new PollRecord();
 
   constructor(
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -82,12 +67,19 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
     private readonly deadline: ShutdownDeadline,
-  ) {}
+    workArrived: WorkArrived,
+  ) {
+    // Jobs stored or revived in this process: an idle loop polls at once instead of waiting out its interval.
+    workArrived.arrivals$.subscribe(() => {
+      this.claims.jobsArrived();
+      this.wakeup.wake();
+    });
+  }
 
   onApplicationBootstrap(): void {
     if (this.options.worker && !this.loop) {
       this.logger.log(`Worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
-      this.loopStartedAt = now();
+      this.record.loopStarted();
       this.loop = this.pollLoop();
     }
   }
@@ -99,12 +91,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   beforeApplicationShutdown(): Promise<void> {
     this.shutdownDone ??= this.shutdown();
     return this.shutdownDone;
-  }
-
-  /** A job was enqueued in this process: an idle loop polls at once instead of waiting out its interval. */
-  notifyEnqueued(): void {
-    this.claims.jobsArrived();
-    this.wakeup.wake();
   }
 
   /**
@@ -128,24 +114,12 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
   }
 
-  /** Poll-loop facts for health checks. `polling` is false before bootstrap, after shutdown, or with `worker: false`. */
-  pollState(): {
-    polling: boolean;
-    running: number;
-    lastPollAt: Date | null;
-    /** When the loop last showed progress: its last finished poll, or its start while the first poll runs. */
-    progressAt: Date | null;
-    lastError: string | null;
-    consecutiveClaimFailures: number;
-  } {
-    return {
-      polling: this.loop !== undefined && !this.stopping,
-      running: this.running.size,
-      lastPollAt: this.lastPollAt,
-      progressAt: this.lastPollAt ?? this.loopStartedAt,
-      lastError: this.lastError,
-      consecutiveClaimFailures: this.consecutiveClaimFailures,
-    };
+  pollState(): PollState {
+    return this.record.state(this.loop !== undefined && !this.stopping, this.running.size);
+  }
+
+  stopped(): Promise<void> {
+    return this.beforeApplicationShutdown();
   }
 
   /**
@@ -180,7 +154,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     if (this.running.size + this.reservedSlots >= this.options.concurrency) {
       return `this process is at its concurrency (${this.options.concurrency})`;
     }
-    if ((this.runningPerName.get(name) ?? 0) >= handler.concurrency) {
+    if (this.names.runningOf(name) >= handler.concurrency) {
       return `"${name}" is at its concurrency limit (${handler.concurrency}) in this process`;
     }
     return handler;
@@ -221,13 +195,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       done: Promise.resolve({ kind: 'succeeded', result: undefined }),
     };
     this.running.set(claim.lockId, entry);
-    this.adjustRunning(claim.doc.name, +1);
+    this.names.adjustRunning(claim.doc.name, +1);
     const attempt = this.telemetry?.startAttempt(doc, jobId, about.attempt);
     if (attempt) execution.onAbort = attempt.aborted;
     const run = attempt ? attempt.run(() => this.runToEnd(entry, about)) : this.runToEnd(entry, about);
     entry.done = run.finally(() => {
       this.running.delete(claim.lockId);
-      this.adjustRunning(claim.doc.name, -1);
+      this.names.adjustRunning(claim.doc.name, -1);
       this.claims.slotFreed(claim.doc.name);
       this.wakeup.wake();
     });
@@ -284,58 +258,23 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   private async pollOnce(): Promise<void> {
     if (this.running.size + this.reservedSlots >= this.options.concurrency) {
-      this.lastPollAt = now(); // all slots busy is "on schedule" too
+      this.record.polled(); // all slots busy is "on schedule" too
       await this.wakeup.sleep(this.options.pollIntervalMs);
       return;
     }
-    const end = await this.claimBurst();
-    if (end !== 'full') await this.wakeup.sleep(this.options.pollIntervalMs);
-  }
-
-  /**
-   * Claims while work is due and slots are free, with up to `min(free slots, MAX_CLAIMS_IN_FLIGHT)` claims in flight.
-   * It opens with one claim (an empty queue costs one claim per poll) and allows one more in flight per job claimed,
-   * so a lone job costs what a one-at-a-time loop does and a large backlog doubles the claims in flight every round
-   * trip. The first claim that finds nothing or throws stops new ones; resolves once every claim in flight landed.
-   */
-  private async claimBurst(): Promise<BurstEnd> {
-    const inFlight = new Set<Promise<void>>();
-    const burst: { claimed: number; succeeded: boolean; end?: BurstEnd } = { claimed: 0, succeeded: false };
-    for (;;) {
-      while (burst.end === undefined && this.mayClaimMore(inFlight.size, burst.claimed)) {
-        const excluded = this.saturatedNames();
-        const names = this.claims.claimableNames(excluded);
-        if (names.length === 0) {
-          // Every name is at its limit (counting claims in flight): nothing to ask for until one frees up.
-          if (inFlight.size === 0) {
-            this.lastPollAt = now();
-            burst.end = 'empty';
-          }
-          break;
-        }
-        const step: Promise<void> = this.claimStep(excluded, names)
-          .then((result) => {
-            if (result !== 'failed') burst.succeeded = true;
-            if (result === 'claimed') burst.claimed += 1;
-            else if (result !== 'inconclusive') burst.end ??= result;
-          })
-          .finally(() => inFlight.delete(step));
-        inFlight.add(step);
-      }
-      if (inFlight.size === 0) break;
-      await Promise.race(inFlight);
-    }
+    const { end, everyClaimFailed } = await claimBurst({
+      hasRoom: () =>
+        !this.stopping && this.running.size + this.reservedSlots + this.claimsInFlight < this.options.concurrency,
+      nextNames: () => {
+        const excluded = this.names.saturated();
+        return { excluded, names: this.claims.claimableNames(excluded) };
+      },
+      nothingToAsk: () => this.record.polled(),
+      claim: (excluded, names) => this.claimStep(excluded, names),
+    });
     // Counted per poll, not per claim: a burst whose every claim threw is one failed poll.
-    if (burst.end === 'failed' && !burst.succeeded) this.consecutiveClaimFailures += 1;
-    return burst.end ?? 'full';
-  }
-
-  private mayClaimMore(inFlight: number, claimed: number): boolean {
-    return (
-      !this.stopping &&
-      inFlight < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, claimed)) &&
-      this.running.size + this.reservedSlots + this.claimsInFlight < this.options.concurrency
-    );
+    if (everyClaimFailed) this.record.claimsFailed();
+    if (end !== 'full') await this.wakeup.sleep(this.options.pollIntervalMs);
   }
 
   /**
@@ -344,7 +283,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
    */
   private async claimStep(excluded: string[], names: readonly string[]): Promise<ClaimStepResult> {
     this.claimsInFlight += 1;
-    for (const name of names) addCount(this.claimingPerName, name, +1);
+    this.names.adjustClaiming(names, +1);
     let claim: ClaimedJob | null;
     try {
       claim = await this.claims.claimNext(excluded);
@@ -353,13 +292,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       return 'failed';
     } finally {
       this.claimsInFlight -= 1;
-      for (const name of names) addCount(this.claimingPerName, name, -1);
-      this.lastPollAt = now();
+      this.names.adjustClaiming(names, -1);
+      this.record.polled();
     }
-    this.consecutiveClaimFailures = 0;
+    this.record.claimAnswered();
     if (!claim) {
       // Nothing due among `names`; a name left out only for claims in flight that has room again was not asked for.
-      const saturated = this.saturatedNames();
+      const saturated = this.names.saturated();
       return excluded.some((name) => !saturated.includes(name)) ? 'inconclusive' : 'empty';
     }
     if (this.stopping) {
@@ -387,36 +326,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private async shutdown(): Promise<void> {
     this.stopping = true;
     this.wakeup.wake();
-    /** The jobs running when shutdown began: none starts after it (see `startableHandler`). */
-    const jobs = [...this.running.values()];
-    // Measured from the module's first shutdown hook, not from this one: hooks before it count against the bound.
-    const { deadline } = this;
-    deadline.start();
-    const graceEnd = deadline.graceEndsAt as number;
-    // Claims in flight do not hold up the handlers' grace; they are waited for again below, up to the hard bound.
-    await deadline.settledBy(this.loop, graceEnd);
-    await deadline.settledBy(Promise.all(this.dones()), graceEnd);
-    for (const entry of this.running.values()) entry.execution.abort(new WorkerShutdownError(entry.execution.jobId));
-    await deadline.settledBy(Promise.all(this.dones()), Date.now() + SHUTDOWN_SETTLE_MS);
-    await deadline.settledBy(Promise.all(this.dones((entry) => entry.handlerSettled)));
-    // A claim whose answer is late (or in doubt, being read back) would otherwise leave its row `running` for nobody
-    // until the lease runs out, then count a lost attempt: wait for it up to the hard bound; it hands its row back.
-    await deadline.settledBy(this.loop);
-    for (const entry of this.running.values()) {
-      if (entry.handlerSettled) continue;
-      const { execution } = entry;
-      const { lease } = execution;
-      this.logger.warn(
-        `Job ${execution.jobId} (${execution.claim.doc.name}) ignored the shutdown abort; its row stays owned until ` +
-          `its lease runs out (${lease.expiresAt.toISOString()}) and is then taken over by another worker`,
-      );
-      lease.stopRenewing();
-    }
-    // A handler still running, or an outcome write that had not landed by the deadline: the row is left to its lease.
-    const fates = jobs.map((entry) => ({
-      jobId: entry.execution.jobId,
-      fate: (entry.handlerSettled && entry.fate) || ('left' as const),
-    }));
+    const fates = await shutDownSlots(
+      { loop: this.loop, running: () => [...this.running.values()] },
+      this.deadline,
+      this.logger,
+    );
     const summary = describeShutdown({
       fates: [...fates, ...this.shutdownHandBacks],
       unansweredClaims: this.claimsInFlight,
@@ -424,58 +338,15 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.logger.log(`Worker ${this.options.workerId} stopped: ${summary}`);
   }
 
-  private dones(filter: (entry: RunningExecution) => boolean = () => true): Promise<unknown>[] {
-    return [...this.running.values()].filter(filter).map((entry) => entry.done);
-  }
-
-  /** Names with no free capacity left: their running executions plus the claims in flight that may return them. */
-  private saturatedNames(): string[] {
-    const names: string[] = [];
-    for (const [name, count] of this.runningPerName) {
-      if (count + (this.claimingPerName.get(name) ?? 0) >= this.limitOf(name)) names.push(name);
-    }
-    for (const [name, count] of this.claimingPerName) {
-      if (!this.runningPerName.has(name) && count >= this.limitOf(name)) names.push(name);
-    }
-    return names;
-  }
-
   private limitOf(name: string): number {
     return this.registry.get(name)?.concurrency ?? Number.POSITIVE_INFINITY;
   }
 
-  private adjustRunning(name: string, delta: number): void {
-    const count = (this.runningPerName.get(name) ?? 0) + delta;
-    if (count > 0) this.runningPerName.set(name, count);
-    else this.runningPerName.delete(name);
-  }
-
   private logError(what: string, error: unknown): void {
     const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-    this.lastError = `${what} failed: ${error instanceof Error ? error.message : String(error)}`;
+    this.record.failed(`${what} failed: ${error instanceof Error ? error.message : String(error)}`);
     this.logger.error(`${what} failed: ${detail}`);
   }
-}
-
-/** The warning for a handler still running `settleMs` after its abort. */
-function ignoredAbortMessage(about: JobEventSubject, settleMs: number, reason: Error, lease: Lease): string {
-  const still = `Job ${about.jobId} (${about.name}) ignores its signal: still running ${settleMs} ms after it was aborted`;
-  if (lease.isCancelled) {
-    return (
-      `${still} (${reason.message}). The job was cancelled: this slot is freed now, and a retry of it may run once ` +
-      "the cancelled run's deadline (its lockedUntil) has passed, while this handler may still be running."
-    );
-  }
-  return (
-    `${still} (${reason.message}). Its lease is no longer renewed; the job is taken over once it runs out ` +
-    `(${lease.expiresAt.toISOString()}), and this slot is freed then.`
-  );
-}
-
-function addCount(counts: Map<string, number>, name: string, delta: number): void {
-  const count = (counts.get(name) ?? 0) + delta;
-  if (count > 0) counts.set(name, count);
-  else counts.delete(name);
 }
 
 function messageOf(error: unknown): string {

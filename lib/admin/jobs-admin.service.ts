@@ -1,0 +1,88 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import { WorkArrived } from '../enqueue/work-arrived.js';
+import { DedupeConflictError } from '../errors/dedupe-conflict.error.js';
+import { JobCancelledError } from '../errors/job-cancelled.error.js';
+import { JobEvents } from '../events/job-events.js';
+import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
+import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { toJobRecord } from '../persistence/job.schema.js';
+import type { JobRecord } from '../persistence/job.types.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobRetention } from '../retention/job-retention.service.js';
+import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from '../retention/purge-options.js';
+import { SWEEP_BATCH_SIZE } from '../retention/retention-sweeper.service.js';
+import { now } from '../utils/clock.js';
+import { requireJobId } from '../utils/require-job-id.js';
+import { JobRunner } from '../worker/job-runner.service.js';
+
+/**
+ * What an operator does to stored jobs: cancel, retry and purge (`JobsService.cancel`, `retry` and `purge`, where
+ * their contracts are documented; the dashboard goes through those).
+ */
+@Injectable()
+export class JobsAdmin {
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly retention: JobRetention,
+    private readonly registry: JobHandlerRegistry,
+    private readonly runner: JobRunner,
+    private readonly events: JobEvents,
+    private readonly workArrived: WorkArrived,
+    @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+  ) {}
+
+  /** @throws InvalidJobIdError */
+  async cancel(id: string): Promise<JobRecord | null> {
+    const jobId = requireJobId(id);
+    // Its name picks the retention to stamp; a name never changes, so reading it first races with nothing.
+    const subject = await this.repository.findCancelSubject(jobId);
+    if (!subject) return null;
+    const at = now();
+    const cancelled = await this.repository.cancel(jobId, at, {
+      expiresAt: this.retention.expiresAt('cancelled', subject, at),
+      // Only for a row claimed by an older version, which records no lease: the one this process knows for the name.
+      fallbackLeaseMs: this.registry.get(subject.name)?.leaseMs ?? this.options.leaseMs,
+    });
+    if (!cancelled) return this.findById(id);
+    const hex = jobId.toHexString();
+    this.runner.cancelLocal(hex, new JobCancelledError(hex));
+    this.events.emit('cancelled', { jobId: hex, name: cancelled.name, attempt: cancelled.attemptCount });
+    return toJobRecord(cancelled);
+  }
+
+  /** @throws InvalidJobIdError, DedupeConflictError, RetryContendedError */
+  async retry(id: string): Promise<JobRecord | null> {
+    const result = await this.repository.retry(requireJobId(id), now());
+    switch (result.kind) {
+      case 'not-revivable':
+        return this.findById(id);
+      case 'conflict': {
+        const { job, holder } = result;
+        throw new DedupeConflictError(id, job.name, job.dedupeKey as string, holder._id.toHexString());
+      }
+      case 'revived':
+        this.workArrived.signal();
+        return toJobRecord(result.job);
+    }
+  }
+
+  /** Deletes in batches of at most `SWEEP_BATCH_SIZE` until `limit` or a short batch. @throws InvalidOptionError */
+  async purge(options: PurgeOptions): Promise<number> {
+    const filter = resolvePurgeFilter(options);
+    const limit = purgeLimit(options);
+    let deleted = 0;
+    while (deleted < limit) {
+      const size = Math.min(SWEEP_BATCH_SIZE, limit - deleted);
+      const batch = await this.repository.deleteFinished(filter, now(), size);
+      deleted += batch.deleted;
+      if (batch.found < size) break;
+    }
+    return deleted;
+  }
+
+  private async findById(id: string): Promise<JobRecord | null> {
+    const doc = await this.repository.findById(requireJobId(id));
+    return doc && toJobRecord(doc);
+  }
+}

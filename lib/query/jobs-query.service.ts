@@ -1,0 +1,50 @@
+import { Injectable } from '@nestjs/common';
+import { toJobRecord } from '../persistence/job.schema.js';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { now } from '../utils/clock.js';
+import { requireJobId } from '../utils/require-job-id.js';
+import { collectJobMetrics, type JobMetrics } from './job-metrics.js';
+import { type JobMetricsOptions, resolveMetricsOptions } from './job-metrics-options.js';
+import { encodeListCursor } from './list-cursor.js';
+import { type JobListPage, type ListJobsOptions, resolveListQuery } from './list-jobs-options.js';
+
+/**
+ * Reads of stored jobs: one by id, counts per status, pages of a list, dashboard figures (`JobsService.findById`,
+ * `stats`, `list` and `metrics`, where their contracts are documented).
+ */
+@Injectable()
+export class JobsQuery {
+  constructor(private readonly repository: JobsRepository) {}
+
+  /** @throws InvalidJobIdError */
+  async findById<TPayload = unknown>(id: string): Promise<JobRecord<TPayload> | null> {
+    const doc = await this.repository.findById(requireJobId(id));
+    return doc && toJobRecord<TPayload>(doc);
+  }
+
+  async stats(): Promise<Record<JobStatus, number>> {
+    const counts = await this.repository.countByStatus();
+    return Object.fromEntries(JOB_STATUSES.map((status) => [status, counts.get(status) ?? 0])) as Record<
+      JobStatus,
+      number
+    >;
+  }
+
+  /** @throws InvalidOptionError, InvalidCursorError */
+  async list<TPayload = unknown>(options: ListJobsOptions): Promise<JobListPage<TPayload>> {
+    const query = resolveListQuery(options);
+    // One row more than the page says whether another page follows, so the last page's cursor is null.
+    const docs = await this.repository.listJobs(query, query.limit + 1);
+    const page = docs.slice(0, query.limit);
+    return {
+      jobs: page.map((doc) => toJobRecord<TPayload>(doc)),
+      nextCursor: docs.length > query.limit ? encodeListCursor(page[page.length - 1]._id) : null,
+    };
+  }
+
+  /** @throws InvalidOptionError */
+  async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
+    return collectJobMetrics(this.repository, resolveMetricsOptions(options), now());
+  }
+}

@@ -1,0 +1,98 @@
+import { Injectable } from '@nestjs/common';
+import type { Types } from 'mongoose';
+import { type ClaimByIdResult, JobClaimService } from '../claim/job-claim.service.js';
+import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
+import type { RunNowConflictReason, RunNowOutcome } from '../jobs.types.js';
+import { isInSource } from '../persistence/claim-queries.js';
+import { type JobDocument, toJobRecord } from '../persistence/job.schema.js';
+import { JobsRepository } from '../persistence/jobs.repository.js';
+import { now } from '../utils/clock.js';
+import { parseJobId } from '../utils/job-id.js';
+import { JobRunner } from './job-runner.service.js';
+
+/** Claims of one `runNow` that miss a row which is takeable again right after (see `claimForRunNow`). */
+const RUN_NOW_CLAIM_TRIES = 3;
+
+/**
+ * `JobsService.runNow` (where its contract is documented): claims exactly one job and runs it in one of this
+ * process's slots, whatever `worker` and `runOnly` say.
+ */
+@Injectable()
+export class RunNow {
+  constructor(
+    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimService,
+    private readonly registry: JobHandlerRegistry,
+    private readonly runner: JobRunner,
+  ) {}
+
+  async run(id: string): Promise<RunNowOutcome> {
+    const jobId = parseJobId(id);
+    if (!jobId) return { kind: 'not_found' };
+    // A slot of `concurrency` is held before the claim: a busy process claims nothing (the row is untouched), and no
+    // claim of the poll loop takes the slot meanwhile.
+    const reservation = this.runner.reserveSlot();
+    if (!reservation) return this.busy(jobId);
+    try {
+      const taken = await this.claimForRunNow(jobId);
+      if (taken.kind === 'missed') return await this.conflict(jobId);
+      if (taken.kind === 'limited') return await this.conflict(jobId, 'limit_reached');
+      if (taken.kind === 'set_aside') return await this.setAside(jobId, taken.reason);
+      const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim, reservation) : undefined;
+      const after = await this.repository.findById(jobId);
+      if (!after) return { kind: 'not_found' };
+      if (outcome?.kind === 'not_started')
+        return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
+      return { kind: taken.kind === 'claimed' ? 'executed' : 'dead_lettered', job: toJobRecord(after) };
+    } finally {
+      reservation.release();
+    }
+  }
+
+  /**
+   * `claimById`, tried again when it missed a row that a read right after shows takeable: the row changed state during
+   * the claim (a claim of a poll loop handed back, say), and its answer would be a conflict it does not have.
+   */
+  private async claimForRunNow(jobId: Types.ObjectId): Promise<ClaimByIdResult> {
+    for (let tries = 1; ; tries += 1) {
+      const taken = await this.claims.claimById(jobId);
+      if (taken.kind !== 'missed' || tries === RUN_NOW_CLAIM_TRIES) return taken;
+      const doc = await this.repository.findById(jobId);
+      if (!doc || !this.takeableNow(doc)) return taken;
+    }
+  }
+
+  /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
+  private async busy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    if (!doc) return { kind: 'not_found' };
+    const reason = this.takeableNow(doc) ? 'busy' : this.conflictReason(doc);
+    return { kind: 'conflict', reason, job: toJobRecord(doc) };
+  }
+
+  /** A row `runNow` would take now: due, or running with its lease run out, and with a handler here. */
+  private takeableNow(doc: JobDocument): boolean {
+    const at = now();
+    return (
+      this.registry.get(doc.name) !== undefined && (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
+    );
+  }
+
+  /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
+  private async setAside(jobId: Types.ObjectId, reason: string): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    return doc ? { kind: 'not_started', reason, job: toJobRecord(doc) } : { kind: 'not_found' };
+  }
+
+  private async conflict(jobId: Types.ObjectId, reason?: RunNowConflictReason): Promise<RunNowOutcome> {
+    const doc = await this.repository.findById(jobId);
+    if (!doc) return { kind: 'not_found' };
+    return { kind: 'conflict', reason: reason ?? this.conflictReason(doc), job: toJobRecord(doc) };
+  }
+
+  private conflictReason(doc: JobDocument): RunNowConflictReason {
+    if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';
+    if (!this.registry.get(doc.name)) return 'no_handler';
+    return doc.status === 'running' ? 'locked' : 'not_due';
+  }
+}
