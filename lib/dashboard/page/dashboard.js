@@ -516,11 +516,16 @@ $('more').addEventListener('click', loadMore);
 $('retry').addEventListener('click', () => act('retry'));
 $('cancel').addEventListener('click', () => act('cancel'));
 $('close-panel').addEventListener('click', closePanel);
-// The clipboard API exists in secure contexts only (HTTPS, localhost): elsewhere the id is selected in the panel.
+// The clipboard API exists in secure contexts only (HTTPS, localhost): elsewhere the button is hidden, and the panel's
+// title holds the whole id to select.
 $('copy-id').hidden = !navigator.clipboard;
 $('copy-id').addEventListener('click', async () => {
-  await navigator.clipboard.writeText(state.openId);
-  $('panel-message').textContent = 'Id copied.';
+  try {
+    await navigator.clipboard.writeText(state.openId);
+    $('panel-message').textContent = 'Id copied.';
+  } catch (error) {
+    $('panel-message').textContent = `Copy refused by the browser (${error.message}): select the id in the title.`;
+  }
 });
 $('panel').addEventListener('keydown', (event) => {
   if (event.key === 'Escape') closePanel();
