@@ -90,7 +90,7 @@ describe('dashboard page in a real headless Chromium', () => {
     );
 
     // Open it: the panel shows its status and the failed attempt's error.
-    await page.getByRole('button', { name: `Open job ${deadId}` }).click();
+    await page.getByRole('link', { name: `Open job ${deadId}` }).click();
     const panel = page.locator('#panel');
     await panel.getByText('SMTP relay refused the connection').first().waitFor({ timeout: EXPECT_TIMEOUT });
     expect(await panel.locator('.status').first().textContent()).toBe('dead');
@@ -152,7 +152,7 @@ describe('dashboard page in a real headless Chromium', () => {
 
   it('is usable from the keyboard: Enter on a focused job opens its panel, Escape closes it and returns focus', async () => {
     await page.goto(`${first.url}?status=completed`);
-    const link = page.locator('#jobs tbody button.link').first();
+    const link = page.locator('#jobs tbody a[data-key]').first();
     await link.waitFor({ timeout: EXPECT_TIMEOUT });
     const id = await link.textContent();
     await link.focus();

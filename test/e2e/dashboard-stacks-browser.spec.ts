@@ -61,7 +61,7 @@ describe('dashboard page: stacks in the job panel', () => {
   /** Lists the dead jobs and opens this one's panel with its button, as an operator would. */
   async function openDeadJob(path: string): Promise<void> {
     await page.goto(`${base}/${path}?status=dead`);
-    await page.getByRole('button', { name: `Open job ${deadId}` }).click();
+    await page.getByRole('link', { name: `Open job ${deadId}` }).click();
     await page.locator('#panel-attempts .error', { hasText: 'Sync failed' }).waitFor({ timeout: EXPECT_TIMEOUT });
   }
 

@@ -5,10 +5,14 @@ const STATUSES = ['pending', 'running', 'completed', 'failed', 'dead', 'cancelle
 const FILTERS = ['status', 'name', 'search'];
 const REFRESH_MS = 3000;
 const PAGE_SIZE = 50;
+/** The API's largest page: a refresh re-reads the rows already loaded in pages of this size. */
+const MAX_PAGE = 200;
 const readOnly = document.body.dataset.readOnly === 'true';
+/** The ids the library runs; any other `_id` is a row it set aside. */
+const OBJECT_ID = /^[0-9a-f]{24}$/i;
 
 /** What the page shows, kept between refreshes so a refresh does not lose the user's place. */
-const state = { jobs: [], nextCursor: null, openId: null, timer: null };
+const state = { jobs: [], nextCursor: null, openId: null, timer: null, metrics: null };
 
 const $ = (id) => document.getElementById(id);
 
@@ -21,6 +25,35 @@ function el(tag, attributes, ...children) {
   }
   for (const child of children) node.append(child ?? '');
   return node;
+}
+
+/** A value cut with an ellipsis past the cell's width (CSS), the whole of it in the tooltip. */
+function clip(text) {
+  return el('span', { class: 'clip', title: text }, text);
+}
+
+/** The page's URL with these query keys changed: what a link to a view or a job points at. */
+function viewHref(changes) {
+  const params = new URLSearchParams(location.search);
+  for (const [key, value] of Object.entries(changes)) {
+    if (value) params.set(key, value);
+    else params.delete(key);
+  }
+  const query = params.toString();
+  return `${location.pathname}${query ? `?${query}` : ''}`;
+}
+
+/**
+ * A link that opens its view in place on a plain click and, being a real link, in a new tab on a middle click,
+ * Ctrl/Cmd+click or "Open in new tab".
+ */
+function viewLink(changes, attributes, children, onOpen) {
+  const open = (event) => {
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    onOpen();
+  };
+  return el('a', { ...attributes, href: viewHref(changes), onclick: open }, ...children);
 }
 
 function formatDate(value) {
@@ -45,13 +78,7 @@ function currentFilters() {
 }
 
 function setUrl(changes) {
-  const params = new URLSearchParams(location.search);
-  for (const [key, value] of Object.entries(changes)) {
-    if (value) params.set(key, value);
-    else params.delete(key);
-  }
-  const query = params.toString();
-  history.pushState(null, '', query ? `?${query}` : location.pathname);
+  history.pushState(null, '', viewHref(changes));
 }
 
 async function api(method, path, body) {
@@ -71,11 +98,11 @@ async function api(method, path, body) {
   return answer;
 }
 
-/** Re-renders a tbody, keeping focus on the same control when it still exists. */
-function replaceRows(tbody, rows) {
-  const focused = tbody.contains(document.activeElement) ? document.activeElement.dataset.key : undefined;
-  tbody.replaceChildren(...rows);
-  if (focused) tbody.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus();
+/** Re-renders a tbody (or any container), keeping focus on the same control when it still exists. */
+function replaceChildrenKeepingFocus(parent, children) {
+  const focused = parent.contains(document.activeElement) ? document.activeElement.dataset.key : undefined;
+  parent.replaceChildren(...children);
+  if (focused) parent.querySelector(`[data-key="${CSS.escape(focused)}"]`)?.focus();
 }
 
 function renderCounts(metrics) {
@@ -84,7 +111,7 @@ function renderCounts(metrics) {
   head.append(el('th', { scope: 'col', class: 'num' }, 'Oldest waiting'));
   $('counts').tHead.replaceChildren(head);
   const rows = metrics.names.map((entry) => {
-    const row = el('tr', {}, el('th', { scope: 'row' }, entry.name));
+    const row = el('tr', {}, el('th', { scope: 'row' }, clip(entry.name)));
     for (const status of STATUSES) {
       const count = entry.counts[status];
       const filter = () => applyFilters({ name: entry.name, status, search: '' });
@@ -97,7 +124,7 @@ function renderCounts(metrics) {
     return row;
   });
   if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: STATUSES.length + 2 }, 'No jobs yet.')));
-  replaceRows($('counts').tBodies[0], rows);
+  replaceChildrenKeepingFocus($('counts').tBodies[0], rows);
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -145,27 +172,91 @@ function renderThroughput(metrics) {
   const chart = $('throughput').querySelector('svg');
   chart.setAttribute('aria-label', summary);
   chart.replaceChildren(...bars);
+  renderAxes(buckets, peak, metrics.bucketMs);
   $('throughput').querySelector('figcaption').textContent = summary;
 }
 
+function formatTime(value) {
+  return new Date(value).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}
+
+/** HTML around the SVG (whose text would stretch with it): counts from 0 to the peak, bucket starts oldest to now. */
+function renderAxes(buckets, peak, bucketMs) {
+  $('axis-y').replaceChildren(
+    el('span', { class: 'tick' }, String(peak)),
+    el('span', { class: 'axis-title' }, `Jobs per ${formatAge(bucketMs)}`),
+    el('span', { class: 'tick' }, '0'),
+  );
+  const ticks = [buckets[0], buckets[Math.floor(buckets.length / 2)], buckets.at(-1)].filter(Boolean);
+  const times = [...new Set(ticks)].map((bucket) =>
+    el('time', { class: 'tick', datetime: bucket.start }, formatTime(bucket.start)),
+  );
+  $('axis-x').replaceChildren(...times, el('span', { class: 'axis-title' }, 'Time'));
+}
+
 function renderMetrics(metrics) {
+  state.metrics = metrics;
   renderCounts(metrics);
   renderThroughput(metrics);
+  renderStatusTabs();
+}
+
+/**
+ * A tab per status with its count (all names, or the name filtered on; the id search is not counted), as links so a
+ * tab opens in a new tab too (without the open job; a plain click keeps it open). The counts come with the metrics,
+ * which already count every name by status.
+ */
+function renderStatusTabs() {
+  if (!state.metrics) return;
+  const { name, status: current } = currentFilters();
+  const counts = Object.fromEntries(STATUSES.map((status) => [status, 0]));
+  for (const entry of state.metrics.names) {
+    if (name && entry.name !== name) continue;
+    for (const status of STATUSES) counts[status] += entry.counts[status] ?? 0;
+  }
+  const all = STATUSES.reduce((sum, status) => sum + counts[status], 0);
+  const tabs = [['', 'All', all], ...STATUSES.map((status) => [status, status, counts[status]])].map(
+    ([status, label, count]) =>
+      viewLink(
+        { status, job: '' },
+        { 'data-status': status, 'data-key': `tab/${status}`, 'aria-current': status === current ? 'page' : undefined },
+        [label, ' ', el('span', { class: 'count' }, String(count))],
+        () => applyFilters({ status }),
+      ),
+  );
+  replaceChildrenKeepingFocus($('status-tabs'), tabs);
+}
+
+/**
+ * Runs of the job since it was created or last retried: `attemptCount` counts the runs that ended without success,
+ * so a completed job ran once more than that (its success) and a running one is in run `attemptCount + 1`.
+ */
+function runs(job) {
+  return ['completed', 'running'].includes(job.status) ? job.attemptCount + 1 : job.attemptCount;
+}
+
+/** The runs in words, for the panel and the Runs cell's tooltip. */
+function runsText(job) {
+  const count = runs(job);
+  if (job.status === 'completed') return `Succeeded on run ${count} of at most ${job.maxAttempts}`;
+  if (job.status === 'running') return `Run ${count} of at most ${job.maxAttempts} in progress`;
+  return `${count} failed run${count === 1 ? '' : 's'} of at most ${job.maxAttempts}`;
 }
 
 function jobRow(job) {
-  const open = () => openJob(job.id, true);
+  const link = viewLink(
+    { job: job.id },
+    { class: 'clip id', 'data-key': job.id, title: job.id, 'aria-label': `Open job ${job.id}` },
+    [job.id],
+    () => openJob(job.id, true),
+  );
   return el(
     'tr',
     { 'data-id': job.id, 'aria-current': job.id === state.openId ? 'true' : undefined },
-    el(
-      'td',
-      {},
-      el('button', { class: 'link', 'data-key': job.id, onclick: open, 'aria-label': `Open job ${job.id}` }, job.id),
-    ),
-    el('td', {}, job.name),
+    el('td', {}, link),
+    el('td', {}, clip(job.name)),
     el('td', {}, statusBadge(job.status)),
-    el('td', { class: 'num' }, `${job.attemptCount}/${job.maxAttempts}`),
+    el('td', { class: 'num', title: runsText(job) }, `${runs(job)}/${job.maxAttempts}`),
     el('td', {}, formatDate(job.createdAt)),
   );
 }
@@ -173,7 +264,7 @@ function jobRow(job) {
 function renderJobs() {
   const rows = state.jobs.map(jobRow);
   if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 5 }, 'No job matches these filters.')));
-  replaceRows($('jobs').tBodies[0], rows);
+  replaceChildrenKeepingFocus($('jobs').tBodies[0], rows);
   $('more').hidden = state.nextCursor === null;
 }
 
@@ -184,13 +275,22 @@ function listQuery(limit, cursor) {
   return `jobs?${params}`;
 }
 
-/** The first page again, as long as what is already shown (up to the API's 200), so the scroll position holds. */
+/**
+ * The list again from the top, as many rows as are shown (in pages of the API's 200 at most), so the rows loaded with
+ * "Load more" stay and the scroll position holds.
+ */
 async function refreshJobs() {
-  const limit = Math.min(200, Math.max(PAGE_SIZE, state.jobs.length));
+  const wanted = Math.max(PAGE_SIZE, state.jobs.length);
   try {
-    const page = await api('GET', listQuery(limit));
-    state.jobs = page.jobs;
-    state.nextCursor = page.nextCursor;
+    let jobs = [];
+    let cursor = null;
+    do {
+      const page = await api('GET', listQuery(Math.min(MAX_PAGE, wanted - jobs.length), cursor));
+      jobs = jobs.concat(page.jobs);
+      cursor = page.nextCursor;
+    } while (cursor !== null && jobs.length < wanted);
+    state.jobs = jobs;
+    state.nextCursor = cursor;
     $('list-error').hidden = true;
   } catch (error) {
     state.jobs = [];
@@ -203,9 +303,17 @@ async function refreshJobs() {
 
 async function loadMore() {
   const page = await api('GET', listQuery(PAGE_SIZE, state.nextCursor));
+  const first = page.jobs[0];
   state.jobs = state.jobs.concat(page.jobs);
   state.nextCursor = page.nextCursor;
+  const hadFocus = document.activeElement === $('more');
   renderJobs();
+  // The button hides on the last page: focus moves on to the first row it loaded rather than to the page's body.
+  if (hadFocus && $('more').hidden && first) {
+    $('jobs')
+      .tBodies[0].querySelector(`[data-key="${CSS.escape(first.id)}"]`)
+      ?.focus();
+  }
 }
 
 function field(name, value) {
@@ -269,7 +377,7 @@ function renderPanel(job) {
   const fields = [
     ...field('Status', statusBadge(job.status)),
     ...field('Name', job.name),
-    ...field('Attempts', `${job.attemptCount} of ${job.maxAttempts}`),
+    ...field('Runs', runsText(job)),
     ...field('Last error', job.lastError ?? '—'),
     ...field('Progress', job.progress === null ? '—' : json(job.progress)),
     ...field('Lease holder', job.lockedBy ?? '—'),
@@ -285,8 +393,13 @@ function renderPanel(job) {
   if ('result' in job) fields.push(...field('Result', json(job.result)));
   $('panel-fields').replaceChildren(...fields);
   renderAttempts(job);
-  $('retry').hidden = readOnly || !['dead', 'failed', 'cancelled'].includes(job.status);
-  $('cancel').hidden = readOnly || !['pending', 'running'].includes(job.status);
+  // A row whose `_id` is no ObjectId (set aside as failed) can only answer 404 to a retry or cancel.
+  const runnable = OBJECT_ID.test(job.id);
+  $('retry').hidden = readOnly || !runnable || !['dead', 'failed', 'cancelled'].includes(job.status);
+  $('cancel').hidden = readOnly || !runnable || !['pending', 'running'].includes(job.status);
+  if (!runnable && !$('panel-message').textContent) {
+    $('panel-message').textContent = 'This row’s id is not an ObjectId: the library cannot run, retry or cancel it.';
+  }
   $('panel').hidden = false;
   for (const row of $('jobs').tBodies[0].rows) {
     if (row.dataset.id === job.id) row.setAttribute('aria-current', 'true');
@@ -343,16 +456,16 @@ function renderFleet({ workers }) {
     el(
       'tr',
       { 'data-worker': worker.workerId },
-      el('td', {}, worker.workerId),
-      el('td', {}, `${worker.host} / ${worker.pid}`),
-      el('td', {}, worker.names.join(', ') || '—'),
+      el('td', {}, clip(worker.workerId)),
+      el('td', {}, clip(`${worker.host} / ${worker.pid}`)),
+      el('td', {}, clip(worker.names.join(', ') || '—')),
       el('td', { class: 'num' }, `${worker.running}/${worker.concurrency}`),
       el('td', {}, formatDate(worker.lastSeenAt)),
-      el('td', {}, worker.version),
+      el('td', {}, clip(worker.version)),
     ),
   );
   if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: 6 }, 'No live worker.')));
-  replaceRows($('fleet').tBodies[0], rows);
+  replaceChildrenKeepingFocus($('fleet').tBodies[0], rows);
 }
 
 async function refreshAll() {
@@ -388,6 +501,7 @@ function readUrl() {
 function applyFilters(filters) {
   setUrl(filters);
   readUrl();
+  renderStatusTabs();
   state.jobs = [];
   refreshJobs();
 }
@@ -402,12 +516,24 @@ $('more').addEventListener('click', loadMore);
 $('retry').addEventListener('click', () => act('retry'));
 $('cancel').addEventListener('click', () => act('cancel'));
 $('close-panel').addEventListener('click', closePanel);
+// The clipboard API exists in secure contexts only (HTTPS, localhost): elsewhere the button is hidden, and the panel's
+// title holds the whole id to select.
+$('copy-id').hidden = !navigator.clipboard;
+$('copy-id').addEventListener('click', async () => {
+  try {
+    await navigator.clipboard.writeText(state.openId);
+    $('panel-message').textContent = 'Id copied.';
+  } catch (error) {
+    $('panel-message').textContent = `Copy refused by the browser (${error.message}): select the id in the title.`;
+  }
+});
 $('panel').addEventListener('keydown', (event) => {
   if (event.key === 'Escape') closePanel();
 });
 $('auto-refresh').addEventListener('change', schedule);
 window.addEventListener('popstate', () => {
   readUrl();
+  renderStatusTabs();
   state.jobs = [];
   refreshAll();
 });
