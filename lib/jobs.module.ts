@@ -31,7 +31,7 @@ import { RateTokensRepository } from './limits/rate-tokens.repository.js';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
-import { JobsRepository } from './persistence/jobs.repository.js';
+import { JOB_STORES } from './persistence/job-stores.js';
 import { JobRetention } from './retention/job-retention.service.js';
 import { RetentionSweeper } from './retention/retention-sweeper.service.js';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
@@ -89,7 +89,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
       },
     },
     ShutdownDeadline,
-    JobsRepository,
+    ...JOB_STORES,
     jobsTelemetryProvider,
     JobIndexes,
     JobRetention,

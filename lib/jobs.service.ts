@@ -30,7 +30,8 @@ import type { WorkerStatusOptions } from './liveness/worker-status-options.js';
 import { isInSource } from './persistence/claim-queries.js';
 import { type JobDocument, toJobRecord } from './persistence/job.schema.js';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from './persistence/job.types.js';
-import { JobsRepository } from './persistence/jobs.repository.js';
+import { JobAdminStore } from './persistence/job-admin.store.js';
+import { JobReadStore } from './persistence/job-read.store.js';
 import { collectJobMetrics, type JobMetrics } from './query/job-metrics.js';
 import { type JobMetricsOptions, resolveMetricsOptions } from './query/job-metrics-options.js';
 import { encodeListCursor } from './query/list-cursor.js';
@@ -64,7 +65,8 @@ export class JobsService {
   readonly events$: Observable<JobEvent>;
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly repository: JobReadStore,
+    private readonly admin: JobAdminStore,
     private readonly claims: JobClaimService,
     private readonly runner: JobRunner,
     private readonly events: JobEvents,
@@ -208,10 +210,10 @@ export class JobsService {
   async cancel(id: string): Promise<JobRecord | null> {
     const jobId = requireJobId(id);
     // Its name picks the retention to stamp; a name never changes, so reading it first races with nothing.
-    const subject = await this.repository.findCancelSubject(jobId);
+    const subject = await this.admin.findCancelSubject(jobId);
     if (!subject) return null;
     const at = now();
-    const cancelled = await this.repository.cancel(jobId, at, {
+    const cancelled = await this.admin.cancel(jobId, at, {
       expiresAt: this.retention.expiresAt('cancelled', subject, at),
       // Only for a row claimed by an older version, which records no lease: the one this process knows for the name.
       fallbackLeaseMs: this.registry.get(subject.name)?.leaseMs ?? this.options.leaseMs,
@@ -235,7 +237,7 @@ export class JobsService {
    * @throws RetryContendedError when the job changed between retry's read and write at every try; nothing changes.
    */
   async retry(id: string): Promise<JobRecord | null> {
-    const result = await this.repository.retry(requireJobId(id), now());
+    const result = await this.admin.retry(requireJobId(id), now());
     switch (result.kind) {
       case 'not-revivable':
         return this.findById(id);
@@ -267,7 +269,7 @@ export class JobsService {
     let deleted = 0;
     while (deleted < limit) {
       const size = Math.min(SWEEP_BATCH_SIZE, limit - deleted);
-      const batch = await this.repository.deleteFinished(filter, now(), size);
+      const batch = await this.admin.deleteFinished(filter, now(), size);
       deleted += batch.deleted;
       if (batch.found < size) break;
     }

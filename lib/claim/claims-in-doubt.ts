@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
 import { mayHaveLanded } from '../persistence/database-errors.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobClaimStore } from '../persistence/job-claim.store.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { errorInfo } from '../utils/error-info.js';
 import { raceTimeout } from '../utils/race-timeout.js';
@@ -40,7 +40,7 @@ export class ClaimsInDoubt {
   private readonly unresolved = new Set<string>();
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimStore,
     private readonly deadline: ShutdownDeadline,
   ) {}
 
@@ -80,7 +80,7 @@ export class ClaimsInDoubt {
     for (let failures = 0; ; failures += 1) {
       try {
         // A read that hangs (server unreachable) is not waited for past the point where its answer is of no use.
-        const read = this.repository.findClaimedBy(lockId, lockedUntil).then((row) => ({ row }));
+        const read = this.claims.findClaimedBy(lockId, lockedUntil).then((row) => ({ row }));
         const answer = await raceTimeout(read, giveUpAt() - Date.now(), () => undefined);
         return answer ? answer.row : 'unknown';
       } catch {
@@ -94,7 +94,7 @@ export class ClaimsInDoubt {
     const giveUpAt = () => Math.min(lockedUntil.getTime() + HAND_BACK_WINDOW_MS, this.shutdownEndsAt());
     for (let failures = 0; ; failures += 1) {
       try {
-        const write = this.repository.handBackClaimed(lockId, lockedUntil, new Date());
+        const write = this.claims.handBackClaimed(lockId, lockedUntil, new Date());
         const handedBack = await raceTimeout(write, giveUpAt() - Date.now(), () => undefined);
         if (handedBack === undefined) break;
         if (handedBack) {

@@ -10,7 +10,9 @@ import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim.js
 import type { ByIdScope, ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
 import { classifyWriteError, isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobClaimStore } from '../persistence/job-claim.store.js';
+import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { JobRetention } from '../retention/job-retention.service.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import { addMs, now } from '../utils/clock.js';
@@ -73,7 +75,9 @@ export class JobClaimService implements OnApplicationBootstrap {
   private turn = 0;
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimStore,
+    private readonly reads: JobReadStore,
+    private readonly outcomes: JobOutcomeStore,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly events: JobEvents,
     private readonly registry: JobHandlerRegistry,
@@ -291,7 +295,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    */
   async claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
     const names = this.registry.names();
-    const row = this.limited.size === 0 ? null : await this.repository.findById(id);
+    const row = this.limited.size === 0 ? null : await this.reads.findById(id);
     const limits = row ? this.limited.get(row.name) : undefined;
     if (row && limits) return this.claimLimitedById(id, row.name, limits);
     for (const source of SOURCES_BY_ID) {
@@ -302,14 +306,14 @@ export class JobClaimService implements OnApplicationBootstrap {
       try {
         const doc = await this.inDoubt.send(
           { lockId, lockedUntil },
-          () => this.repository.takeById(source, id, at, lockId, lockedUntil, this.byIdScope(source, names)),
+          () => this.claims.takeById(source, id, at, lockId, lockedUntil, this.byIdScope(source, names)),
           (row) => row,
         );
         taken = doc ? { doc, lockId } : 'changed';
       } catch (error) {
         if (!isDocumentUpdateError(error)) throw error;
         await this.assertRefusalIsAboutARow(source, error, names);
-        const row = await this.repository.findById(id);
+        const row = await this.reads.findById(id);
         if (!row) return { kind: 'missed' };
         taken = await this.retryRow(source, row, error, names);
       }
@@ -375,7 +379,7 @@ export class JobClaimService implements OnApplicationBootstrap {
   /** False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. */
   private async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
-    if (await this.repository.deadLetter(doc._id, lockId, at, this.retention.expiresAt('dead', doc, at))) {
+    if (await this.outcomes.deadLetter(doc._id, lockId, at, this.retention.expiresAt('dead', doc, at))) {
       const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
       this.events.emit('dead', about, doc.lastError ?? 'Lease expired');
     }
@@ -398,7 +402,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       try {
         const doc = await this.inDoubt.send(
           { lockId, lockedUntil },
-          () => this.repository.take(source, at, lockId, lockedUntil, scope),
+          () => this.claims.take(source, at, lockId, lockedUntil, scope),
           (row) => row,
         );
         return doc && { doc, lockId };
@@ -422,7 +426,7 @@ export class JobClaimService implements OnApplicationBootstrap {
   private async assertRefusalIsAboutARow(source: ClaimSource, refusal: Error, names: string[]): Promise<void> {
     const at = now();
     try {
-      await this.repository.takeById(source, new Types.ObjectId(), at, this.lockIds.next(), at, { names });
+      await this.claims.takeById(source, new Types.ObjectId(), at, this.lockIds.next(), at, { names });
     } catch (error) {
       if (isDocumentUpdateError(error)) throw refusal;
       throw error;
@@ -434,7 +438,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    * rethrown) and retries exactly that row.
    */
   private async probe(source: ClaimSource, scope: ClaimScope, refusal: RefusalError): Promise<ClaimedJob | 'retry'> {
-    const row = await this.repository.peek(source, now(), scope);
+    const row = await this.claims.peek(source, now(), scope);
     if (!row) throw refusal;
     const taken = await this.retryRow(source, row, refusal, scope.names);
     return taken === 'changed' || 'setAside' in taken ? 'retry' : taken;
@@ -455,14 +459,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     const lockId = this.lockIds.next();
     try {
       const lockedUntil = addMs(at, this.options.leaseMs);
-      const doc = await this.repository.takeById(
-        source,
-        row._id,
-        at,
-        lockId,
-        lockedUntil,
-        this.byIdScope(source, names),
-      );
+      const doc = await this.claims.takeById(source, row._id, at, lockId, lockedUntil, this.byIdScope(source, names));
       return doc ? { doc, lockId } : 'changed';
     } catch (error) {
       if (!isDocumentUpdateError(error) || !isSameRefusal(error, refusal)) throw error;
@@ -502,7 +499,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     const reason = `Job could not be ${source === 'pending' ? 'claimed' : 'reclaimed'}: the server rejected the update as stored (${cause})`;
     try {
       const expiresAt = this.retention.expiresAt('failed', row, at);
-      if (!(await this.repository.setAside(row._id, source, reason, at, expiresAt))) return null;
+      if (!(await this.claims.setAside(row._id, source, reason, at, expiresAt))) return null;
     } catch (error) {
       if (classifyWriteError(error) !== 'permanent') throw error;
       this.setAsideIds.add(row._id);

@@ -6,7 +6,8 @@ import { isDocumentUpdateError, isSameRefusal, mayHaveLanded } from '../persiste
 import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key.js';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobClaimStore } from '../persistence/job-claim.store.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import type { FleetLimits } from './fleet-limits.js';
 import { RateTokensRepository, type TakenToken } from './rate-tokens.repository.js';
 import { slotPrefix } from './slot-keys.js';
@@ -54,7 +55,8 @@ export class LimitedClaim {
   private readonly tokensEnsured = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimStore,
+    private readonly reads: JobReadStore,
     private readonly tokens: RateTokensRepository,
   ) {}
 
@@ -62,7 +64,7 @@ export class LimitedClaim {
     // runNow: a row that is not there to take from `source` is no matter of limits (nor of a rate token).
     let row: JobDocument | undefined;
     if (request.id !== undefined) {
-      const found = await this.repository.findById(request.id);
+      const found = await this.reads.findById(request.id);
       if (!found || found.name !== request.name || !isInSource(found, request.source, request.at)) {
         return { kind: 'none' };
       }
@@ -110,7 +112,7 @@ export class LimitedClaim {
     };
     const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
       refusedAs(id, source, () =>
-        this.repository.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
+        this.claims.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
       );
     // runNow of an expired running row that holds slots: reclaimed with them, like the holders below (it may hold
     // the only one). No match: the row changed state since it was read, and its new state is the answer.
@@ -122,12 +124,12 @@ export class LimitedClaim {
       if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
       const scope = { names: [name], skipIds, skipLocks, group };
       try {
-        const doc = await this.repository.take(source, at, lockId, lockedUntil, scope, slots);
+        const doc = await this.claims.take(source, at, lockId, lockedUntil, scope, slots);
         return taken(doc, group === undefined ? 'none' : 'contended');
       } catch (error) {
         if (!isDocumentUpdateError(error)) throw error;
         // Which row was refused: the one this take would find, when the same write on exactly it is refused the same.
-        const row = await this.repository.peek(source, at, scope);
+        const row = await this.claims.peek(source, at, scope);
         if (!row) throw error;
         const retried = await takeExactly(row._id, slots);
         if (retried !== null && 'kind' in retried && !isSameRefusal(retried.error, error)) throw retried.error;
@@ -138,27 +140,27 @@ export class LimitedClaim {
     const fields: SlotField[] = [];
     if (limits.globalConcurrency !== undefined) fields.push('concurrencySlot');
     if (limits.groupConcurrency !== undefined) fields.push('groupSlot');
-    const holders = await this.repository.findSlotHolders(slotPrefix(name), fields);
+    const holders = await this.claims.findSlotHolders(slotPrefix(name), fields);
     const view = new SlotView(name, limits, holders, at);
     // A holder whose lease ran out is taken over with its slots before any slot is given to a new row (not one under a
     // claim of this process still unanswered: its slots stay held until that claim is resolved).
     for (const holder of request.id === undefined ? view.expired : []) {
       if (inDoubtHere(holder.lockedBy)) continue;
       const doc = await refusedAs(holder._id, 'running', () =>
-        this.repository.takeById('running', holder._id, at, lockId, lockedUntil, { names: [name], skipLocks }),
+        this.claims.takeById('running', holder._id, at, lockId, lockedUntil, { names: [name], skipLocks }),
       );
       if (doc && 'kind' in doc) return doc;
       if (doc) return { kind: 'taken', doc, reclaimed: true };
     }
-    await this.repository.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
-    await this.repository.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
+    await this.claims.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
+    await this.claims.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
     const concurrencySlot = view.freeConcurrencySlot();
     if (concurrencySlot === null) return { kind: 'full' };
     if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
     // The group slot depends on the group: find the first row outside the full groups, then take the first row of its
     // group (claims in flight that found the same row take that group's next ones instead of racing for one row).
     const row =
-      byId ?? (await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), { skipIds, skipLocks }));
+      byId ?? (await this.claims.peekOutsideGroups(source, at, name, view.fullGroups(), { skipIds, skipLocks }));
     if (!row) return { kind: 'none' };
     const groupSlot = view.freeGroupSlot(row.group);
     if (groupSlot === null) return { kind: 'full' };
