@@ -33,8 +33,9 @@ const PATCHES: Record<Breakage, Patch[]> = {
     },
     {
       // Issue 25's guard (a row is deleted only once its lockedUntil has passed) would keep live running rows too.
+      // The CommonJS build calls the imported `settledBy` as `(0, <module>.settledBy)(now)`.
       file: 'persistence/job-admin.store.js',
-      from: '...settledBy(now),\n',
+      from: '...(0, bounded_delete_js_1.settledBy)(now),\n',
       to: '',
     },
   ],
