@@ -15,6 +15,7 @@ import {
   scopeFilter,
   withSlots,
 } from './claim-queries.js';
+import { type ClaimRefusal, refusalAsOutcome } from './claim-refusal.js';
 import { failedUpdate } from './finishing-updates.js';
 import type { JobDocument } from './job.schema.js';
 import { jobsCollection } from './jobs-collection.js';
@@ -32,6 +33,8 @@ export class JobClaimStore {
   /**
    * One claim step: takes the first row of `source` in scope (`pending`: due, by priority desc, runAt asc, _id asc;
    * `running`: lease run out, oldest deadline first, counting the lost attempt) for `lockId` until `lockedUntil`.
+   * Resolves the row taken, null when none was there, or a `ClaimRefusal` when the server refused to update the row
+   * it matched.
    */
   take(
     source: ClaimSource,
@@ -40,12 +43,14 @@ export class JobClaimStore {
     lockedUntil: Date,
     scope: ClaimScope,
     slots?: SlotClaim,
-  ): Promise<JobDocument | null> {
+  ): Promise<JobDocument | ClaimRefusal | null> {
     const query = CLAIM_SOURCES[source];
-    return this.collection.findOneAndUpdate(
-      { ...query.filter(now), ...scopeFilter(scope) },
-      withSlots(query.update(now, lockId, lockedUntil), slots),
-      { sort: query.sort, returnDocument: 'after' },
+    return refusalAsOutcome(() =>
+      this.collection.findOneAndUpdate(
+        { ...query.filter(now), ...scopeFilter(scope) },
+        withSlots(query.update(now, lockId, lockedUntil), slots),
+        { sort: query.sort, returnDocument: 'after' },
+      ),
     );
   }
 
@@ -58,7 +63,7 @@ export class JobClaimStore {
     );
   }
 
-  /** `take` for exactly this row, if it is in `source` as `take` would find it and is in `scope`. */
+  /** `take` for exactly this row, if it is in `source` as `take` would find it and is in `scope`; same outcomes. */
   takeById(
     source: ClaimSource,
     id: Types.ObjectId,
@@ -67,12 +72,14 @@ export class JobClaimStore {
     lockedUntil: Date,
     scope: ByIdScope,
     slots?: SlotClaim,
-  ): Promise<JobDocument | null> {
+  ): Promise<JobDocument | ClaimRefusal | null> {
     const query = CLAIM_SOURCES[source];
-    return this.collection.findOneAndUpdate(
-      { _id: id, ...query.filter(now), ...byIdScopeFilter(scope) },
-      withSlots(query.update(now, lockId, lockedUntil), slots),
-      { returnDocument: 'after' },
+    return refusalAsOutcome(() =>
+      this.collection.findOneAndUpdate(
+        { _id: id, ...query.filter(now), ...byIdScopeFilter(scope) },
+        withSlots(query.update(now, lockId, lockedUntil), slots),
+        { returnDocument: 'after' },
+      ),
     );
   }
 
