@@ -33,6 +33,7 @@ export class JobIndexStore {
     return failed;
   }
 
+  /** The collection's indexes; none when the collection does not exist yet. */
   async listIndexes(): Promise<IndexInfo[]> {
     try {
       return (await this.collection.listIndexes().toArray()) as IndexInfo[];

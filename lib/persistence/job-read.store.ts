@@ -25,6 +25,7 @@ export class JobReadStore {
     this.collection = jobsCollection(model);
   }
 
+  /** The row with this id, as stored. */
   findById(id: Types.ObjectId): Promise<JobDocument | null> {
     return this.collection.findOne({ _id: id });
   }
@@ -52,6 +53,7 @@ export class JobReadStore {
     return this.collection.find(filter, { sort: { _id: -1 }, limit }).toArray() as Promise<JobDocument[]>;
   }
 
+  /** Rows per status (the whole collection: one group pass). */
   async countByStatus(): Promise<Map<JobStatus, number>> {
     const rows = await this.collection
       .aggregate<{ _id: JobStatus; count: number }>([{ $group: { _id: '$status', count: { $sum: 1 } } }])

@@ -7,7 +7,10 @@ import { JobOutcomeStore } from './job-outcome.store.js';
 import { JobReadStore } from './job-read.store.js';
 import { JobRetentionStore } from './job-retention.store.js';
 
-/** The jobs collection's stores, one per step of a job's flow: every query and update on it is in one of them. */
+/**
+ * The jobs collection's stores, one per step of a job's flow: every query and update on it is in one of them, and
+ * services never build queries themselves.
+ */
 export const JOB_STORES = [
   JobIndexStore,
   JobEnqueueStore,

@@ -10,7 +10,9 @@ export const LOCK_FIELDS = { lockedBy: '', lockedUntil: '', leaseMs: '', concurr
  * again. The user's `dedupeKey` stays on the row (display, and `retry` takes the scope back).
  */
 export const RELEASED_FIELDS = { ...LOCK_FIELDS, dedupeScope: '' } as const;
+
 /** The statuses a dedupe scope is held in (the unique index allows one live row per scope). */
 export const LIVE: JobStatus[] = ['pending', 'running'];
-/** The same for the user's values other writes carry (result, progress). */
+
+/** User values a write carries (result, progress): keys whose value is `undefined` are left out, not stored as null. */
 export const USER_VALUE_OPTIONS = { ignoreUndefined: true } as const;
