@@ -32,7 +32,7 @@ import { RateTokensRepository } from './limits/rate-tokens.repository.js';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
-import { JobsRepository } from './persistence/jobs.repository.js';
+import { JOB_STORES } from './persistence/job-stores.js';
 import { JobsQuery } from './query/jobs-query.service.js';
 import { JobRetention } from './retention/job-retention.service.js';
 import { RetentionSweeper } from './retention/retention-sweeper.service.js';
@@ -94,7 +94,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
       },
     },
     ShutdownDeadline,
-    JobsRepository,
+    ...JOB_STORES,
     jobsTelemetryProvider,
     JobIndexes,
     JobRetention,

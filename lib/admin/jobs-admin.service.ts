@@ -8,7 +8,8 @@ import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { toJobRecord } from '../persistence/job.schema.js';
 import type { JobRecord } from '../persistence/job.types.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobAdminStore } from '../persistence/job-admin.store.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { JobRetention } from '../retention/job-retention.service.js';
 import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from '../retention/purge-options.js';
 import { SWEEP_BATCH_SIZE } from '../retention/retention-sweeper.service.js';
@@ -23,7 +24,8 @@ import { JobRunner } from '../worker/job-runner.service.js';
 @Injectable()
 export class JobsAdmin {
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly admin: JobAdminStore,
+    private readonly reads: JobReadStore,
     private readonly retention: JobRetention,
     private readonly registry: JobHandlerRegistry,
     private readonly runner: JobRunner,
@@ -36,10 +38,10 @@ export class JobsAdmin {
   async cancel(id: string): Promise<JobRecord | null> {
     const jobId = requireJobId(id);
     // Its name picks the retention to stamp; a name never changes, so reading it first races with nothing.
-    const subject = await this.repository.findCancelSubject(jobId);
+    const subject = await this.admin.findCancelSubject(jobId);
     if (!subject) return null;
     const at = now();
-    const cancelled = await this.repository.cancel(jobId, at, {
+    const cancelled = await this.admin.cancel(jobId, at, {
       expiresAt: this.retention.expiresAt('cancelled', subject, at),
       // Only for a row claimed by an older version, which records no lease: the one this process knows for the name.
       fallbackLeaseMs: this.registry.get(subject.name)?.leaseMs ?? this.options.leaseMs,
@@ -53,7 +55,7 @@ export class JobsAdmin {
 
   /** @throws InvalidJobIdError, DedupeConflictError, RetryContendedError */
   async retry(id: string): Promise<JobRecord | null> {
-    const result = await this.repository.retry(requireJobId(id), now());
+    const result = await this.admin.retry(requireJobId(id), now());
     switch (result.kind) {
       case 'not-revivable':
         return this.findById(id);
@@ -74,7 +76,7 @@ export class JobsAdmin {
     let deleted = 0;
     while (deleted < limit) {
       const size = Math.min(SWEEP_BATCH_SIZE, limit - deleted);
-      const batch = await this.repository.deleteFinished(filter, now(), size);
+      const batch = await this.admin.deleteFinished(filter, now(), size);
       deleted += batch.deleted;
       if (batch.found < size) break;
     }
@@ -82,7 +84,7 @@ export class JobsAdmin {
   }
 
   private async findById(id: string): Promise<JobRecord | null> {
-    const doc = await this.repository.findById(requireJobId(id));
+    const doc = await this.reads.findById(requireJobId(id));
     return doc && toJobRecord(doc);
   }
 }

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
 import { mayHaveLanded } from '../persistence/database-errors.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobClaimStore } from '../persistence/job-claim.store.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { errorInfo } from '../utils/error-info.js';
 import { firstAnswer, type HedgeSchedule } from '../utils/first-answer.js';
@@ -44,7 +44,7 @@ export class ClaimsInDoubt {
   private readonly unresolved = new Set<string>();
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimStore,
     private readonly deadline: ShutdownDeadline,
   ) {}
 
@@ -81,7 +81,7 @@ export class ClaimsInDoubt {
   /** The row the claim took, null when it took none, `'unknown'` when that could not be told before the lease ended. */
   private async readBack({ lockId, lockedUntil }: SentClaim): Promise<JobDocument | null | 'unknown'> {
     const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
-    const answer = await firstAnswer(() => this.repository.findClaimedBy(lockId, lockedUntil), giveUpAt, IN_DOUBT);
+    const answer = await firstAnswer(() => this.claims.findClaimedBy(lockId, lockedUntil), giveUpAt, IN_DOUBT);
     return answer ? answer.value : 'unknown';
   }
 
@@ -89,7 +89,7 @@ export class ClaimsInDoubt {
   private async handBack({ lockId, lockedUntil }: SentClaim, cause: unknown): Promise<void> {
     const giveUpAt = () => Math.min(lockedUntil.getTime() + HAND_BACK_WINDOW_MS, this.shutdownEndsAt());
     // Idempotent: a second copy matches nothing once the first landed (it only decides what is logged).
-    const write = () => this.repository.handBackClaimed(lockId, lockedUntil, new Date());
+    const write = () => this.claims.handBackClaimed(lockId, lockedUntil, new Date());
     const answer = await firstAnswer(write, giveUpAt, IN_DOUBT);
     if (answer?.value) {
       this.logger.warn(

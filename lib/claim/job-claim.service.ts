@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import { Types } from 'mongoose';
+import type { Types } from 'mongoose';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { InvalidOptionError } from '../errors/invalid-option.error.js';
 import { JobEvents } from '../events/job-events.js';
@@ -8,29 +8,22 @@ import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { type FleetLimits, hasFleetLimits } from '../limits/fleet-limits.js';
 import { LimitedClaim, type LimitedTakeResult } from '../limits/limited-claim.js';
 import type { ByIdScope, ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
-import { classifyWriteError, isDocumentUpdateError, isSameRefusal } from '../persistence/database-errors.js';
+import { type ClaimRefusal, isRefusal } from '../persistence/claim-refusal.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobClaimStore } from '../persistence/job-claim.store.js';
+import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { JobRetention } from '../retention/job-retention.service.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import { addMs, now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
+import { ClaimById, type ClaimByIdResult } from './claim-by-id.js';
 import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
 import { ClaimsInDoubt } from './claims-in-doubt.js';
 import { LockIdSequence } from './lock-id.js';
-import { SetAsideIds } from './set-aside-ids.js';
+import { RefusedRows } from './refused-rows.js';
 
-/**
- * What `claimById` did: claimed the row, dead-lettered it (its lost attempt was its last), set it aside as `failed`
- * (the server refuses to claim it as stored), or found nothing to take.
- */
-export type ClaimByIdResult =
-  | { kind: 'claimed'; claim: ClaimedJob }
-  | { kind: 'dead_lettered'; doc: JobDocument }
-  | { kind: 'set_aside'; reason: string }
-  /** Its name is at a fleet-wide limit (`globalConcurrency`, `groupConcurrency` for its group, or `rateLimit`). */
-  | { kind: 'limited' }
-  | { kind: 'missed' };
+export type { ClaimByIdResult } from './claim-by-id.js';
 
 /** A limited name's claim sources: expired leases first when a search for them is due, else due rows only. */
 const RECLAIM_FIRST: readonly ClaimSource[] = ['running', 'pending'];
@@ -43,28 +36,21 @@ const LIMITED_CLAIM_TRIES = 3;
  * refusal that somehow holds for row after row turns health down instead of failing the queue a few rows a poll.
  */
 const MAX_SET_ASIDE_PER_STEP = 5;
-/** Refused rows remembered in memory when the server refuses to mark them `failed` too (each one is in every claim's filter). */
-const SET_ASIDE_MEMORY = 100;
-/** A server refusal of a claim write (see `isDocumentUpdateError`). */
-type RefusalError = Error & { code?: unknown };
-
-/** `runNow` looks for a due row first, then for an expired lease. */
-const SOURCES_BY_ID: readonly ClaimSource[] = ['pending', 'running'];
 
 /** Moves rows into `running` for this worker: expired leases first, then due pending rows. */
 @Injectable()
 export class JobClaimService implements OnApplicationBootstrap {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
   private readonly lockIds: LockIdSequence;
-  private readonly setAsideIds = new SetAsideIds(SET_ASIDE_MEMORY);
+  /** Rows the server refuses to claim as stored: pinned on one row, and set aside. */
+  private readonly refused: RefusedRows;
+  private readonly byId: ClaimById;
   /** Names the poll loop claims: set at bootstrap, when every handler is registered. */
   private runnable: string[] = [];
   /** When a search for expired leases last came back empty (epoch ms). */
   private lastReclaimSearchAt = Number.NEGATIVE_INFINITY;
   /** A search for expired leases is under way: concurrent claim steps leave it to that one instead of repeating it. */
   private reclaimSearching = false;
-  /** Set-aside writes under way, by row id: a second claim step that hits the same refused row waits for the first. */
-  private readonly settingAside = new Map<string, Promise<string | null>>();
   /** Names with fleet-wide limits among those this process runs (set at bootstrap), each claimed on its own. */
   private limited = new Map<string, FleetLimits>();
   /** Which limited names (and the unlimited ones beside them) claims skip until the next poll. */
@@ -73,7 +59,9 @@ export class JobClaimService implements OnApplicationBootstrap {
   private turn = 0;
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimStore,
+    reads: JobReadStore,
+    private readonly outcomes: JobOutcomeStore,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly events: JobEvents,
     private readonly registry: JobHandlerRegistry,
@@ -83,6 +71,29 @@ export class JobClaimService implements OnApplicationBootstrap {
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
     this.skips = new ClaimSkips(options.pollIntervalMs);
+    const { lockIds, logger } = this;
+    this.refused = new RefusedRows({
+      claims,
+      events,
+      logger,
+      lockIds,
+      leaseMs: options.leaseMs,
+      failedExpiry: (row, at) => retention.expiresAt('failed', row, at),
+    });
+    this.byId = new ClaimById({
+      claims,
+      reads,
+      limitedClaim,
+      inDoubt,
+      refused: this.refused,
+      lockIds,
+      leaseMs: options.leaseMs,
+      handledNames: () => this.registry.names(),
+      limitsOf: (name) => this.limited.get(name),
+      hasLimitedNames: () => this.limited.size > 0,
+      byIdScope: (source, names) => this.byIdScope(source, names),
+      keepReclaimed: (claim, at) => this.keepReclaimed(claim, at),
+    });
   }
 
   /**
@@ -206,28 +217,24 @@ export class JobClaimService implements OnApplicationBootstrap {
         const at = now();
         const lockId = this.lockIds.next();
         const lockedUntil = addMs(at, this.options.leaseMs);
-        let result: LimitedTakeResult;
-        try {
-          result = await this.inDoubt.send(
-            { lockId, lockedUntil },
-            () =>
-              this.limitedClaim.take({
-                name,
-                limits,
-                source,
-                at,
-                lockId,
-                lockedUntil,
-                skipIds: this.setAsideIds.values(),
-                skipLocks: this.byIdScope(source, [name]).skipLocks,
-              }),
-            (doc) => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
-          );
-        } catch (error) {
-          if (!isDocumentUpdateError(error)) throw error;
-          this.logger.error(
-            `Claiming a job of "${name}" was refused by the server: ${error.message}; skipping it this poll`,
-          );
+        const result = await this.inDoubt.send(
+          { lockId, lockedUntil },
+          () =>
+            this.limitedClaim.take({
+              name,
+              limits,
+              source,
+              at,
+              lockId,
+              lockedUntil,
+              skipIds: this.refused.skipIds(),
+              skipLocks: this.byIdScope(source, [name]).skipLocks,
+            }),
+          (doc): LimitedTakeResult => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
+        );
+        if (result.kind === 'refused_unplaced') {
+          const { message } = result.refusal.error;
+          this.logger.error(`Claiming a job of "${name}" was refused by the server: ${message}; skipping it this poll`);
           this.skips.markFull(name);
           return null;
         }
@@ -237,7 +244,7 @@ export class JobClaimService implements OnApplicationBootstrap {
           if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
         } else if (result.kind === 'refused') {
           // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
-          await this.setAsideRefused(result, name);
+          await this.refused.setAsideRefused(result.source, { _id: result.id, name }, result.refusal);
           contended += 1;
         } else if (result.kind === 'full') {
           this.skips.markFull(name);
@@ -248,15 +255,6 @@ export class JobClaimService implements OnApplicationBootstrap {
     }
     this.skips.markEmpty(name, arrivals);
     return null;
-  }
-
-  /** Sets aside a row of a limited name whose take the server refused (see `retryRow`), unless the update itself is refused. */
-  private async setAsideRefused(
-    { id, source, error }: { id: Types.ObjectId; source: ClaimSource; error: RefusalError },
-    name: string,
-  ): Promise<string | null> {
-    await this.assertRefusalIsAboutARow(source, error, [name]);
-    return this.setAside(source, { _id: id, name }, error.message, now());
   }
 
   /**
@@ -289,63 +287,8 @@ export class JobClaimService implements OnApplicationBootstrap {
    * take as stored is set aside as `failed`. Only names with a handler in this process are taken; `runOnly` does not
    * apply.
    */
-  async claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
-    const names = this.registry.names();
-    const row = this.limited.size === 0 ? null : await this.repository.findById(id);
-    const limits = row ? this.limited.get(row.name) : undefined;
-    if (row && limits) return this.claimLimitedById(id, row.name, limits);
-    for (const source of SOURCES_BY_ID) {
-      const at = now();
-      const lockId = this.lockIds.next();
-      const lockedUntil = addMs(at, this.options.leaseMs);
-      let taken: ClaimedJob | 'changed' | { setAside: string | null };
-      try {
-        const doc = await this.inDoubt.send(
-          { lockId, lockedUntil },
-          () => this.repository.takeById(source, id, at, lockId, lockedUntil, this.byIdScope(source, names)),
-          (row) => row,
-        );
-        taken = doc ? { doc, lockId } : 'changed';
-      } catch (error) {
-        if (!isDocumentUpdateError(error)) throw error;
-        await this.assertRefusalIsAboutARow(source, error, names);
-        const row = await this.repository.findById(id);
-        if (!row) return { kind: 'missed' };
-        taken = await this.retryRow(source, row, error, names);
-      }
-      if (taken === 'changed') continue;
-      if ('setAside' in taken)
-        return taken.setAside ? { kind: 'set_aside', reason: taken.setAside } : { kind: 'missed' };
-      if (source === 'pending' || (await this.keepReclaimed(taken, now()))) return { kind: 'claimed', claim: taken };
-      return { kind: 'dead_lettered', doc: taken.doc };
-    }
-    return { kind: 'missed' };
-  }
-
-  /** `claimById` for a name with fleet-wide limits: the row takes its slots (and a rate token) like any claim. */
-  private async claimLimitedById(id: Types.ObjectId, name: string, limits: FleetLimits): Promise<ClaimByIdResult> {
-    for (const source of SOURCES_BY_ID) {
-      const at = now();
-      const lockId = this.lockIds.next();
-      const lockedUntil = addMs(at, this.options.leaseMs);
-      const skipIds = this.setAsideIds.values();
-      const { skipLocks } = this.byIdScope(source, [name]);
-      const result = await this.inDoubt.send(
-        { lockId, lockedUntil },
-        () => this.limitedClaim.take({ name, limits, source, at, lockId, lockedUntil, skipIds, skipLocks, id }),
-        (doc): LimitedTakeResult => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
-      );
-      if (result.kind === 'full' || result.kind === 'contended') return { kind: 'limited' };
-      if (result.kind === 'none') continue;
-      if (result.kind === 'refused') {
-        const reason = await this.setAsideRefused(result, name);
-        return reason ? { kind: 'set_aside', reason } : { kind: 'missed' };
-      }
-      const claim = { doc: result.doc, lockId };
-      if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return { kind: 'claimed', claim };
-      return { kind: 'dead_lettered', doc: result.doc };
-    }
-    return { kind: 'missed' };
+  claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
+    return this.byId.claim(id);
   }
 
   /** `reclaimNext`, marked as under way so that concurrent claim steps do not search too. */
@@ -375,7 +318,7 @@ export class JobClaimService implements OnApplicationBootstrap {
   /** False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. */
   private async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
-    if (await this.repository.deadLetter(doc._id, lockId, at, this.retention.expiresAt('dead', doc, at))) {
+    if (await this.outcomes.deadLetter(doc._id, lockId, at, this.retention.expiresAt('dead', doc, at))) {
       const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
       this.events.emit('dead', about, doc.lastError ?? 'Lease expired');
     }
@@ -395,19 +338,15 @@ export class JobClaimService implements OnApplicationBootstrap {
       const lockId = this.lockIds.next();
       const scope = this.scope(source, names);
       const lockedUntil = addMs(at, this.options.leaseMs);
-      try {
-        const doc = await this.inDoubt.send(
-          { lockId, lockedUntil },
-          () => this.repository.take(source, at, lockId, lockedUntil, scope),
-          (row) => row,
-        );
-        return doc && { doc, lockId };
-      } catch (error) {
-        if (!isDocumentUpdateError(error)) throw error;
-        await this.assertRefusalIsAboutARow(source, error, names);
-        const probed = await this.probe(source, scope, error);
-        if (probed !== 'retry') return probed;
-      }
+      const outcome = await this.inDoubt.send(
+        { lockId, lockedUntil },
+        () => this.claims.take(source, at, lockId, lockedUntil, scope),
+        (row): JobDocument | ClaimRefusal | null => row,
+      );
+      if (!isRefusal(outcome)) return outcome && { doc: outcome, lockId };
+      await this.refused.assertAboutARow(source, outcome, names);
+      const probed = await this.probe(source, scope, outcome);
+      if (probed !== 'retry') return probed;
     }
     throw new Error(
       `${MAX_SET_ASIDE_PER_STEP} ${source} rows in a row were refused by the server and set aside, with no claim in ` +
@@ -416,109 +355,19 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
-   * Rethrows `refusal` when the same write refuses a row that does not exist: then the server objects to the
-   * update itself, not to a row, and marking rows `failed` would fail healthy jobs.
-   */
-  private async assertRefusalIsAboutARow(source: ClaimSource, refusal: Error, names: string[]): Promise<void> {
-    const at = now();
-    try {
-      await this.repository.takeById(source, new Types.ObjectId(), at, this.lockIds.next(), at, { names });
-    } catch (error) {
-      if (isDocumentUpdateError(error)) throw refusal;
-      throw error;
-    }
-  }
-
-  /**
    * After a claim the server refused for a document: finds the row that claim would take (none: the refusal is
    * rethrown) and retries exactly that row.
    */
-  private async probe(source: ClaimSource, scope: ClaimScope, refusal: RefusalError): Promise<ClaimedJob | 'retry'> {
-    const row = await this.repository.peek(source, now(), scope);
-    if (!row) throw refusal;
-    const taken = await this.retryRow(source, row, refusal, scope.names);
+  private async probe(source: ClaimSource, scope: ClaimScope, refusal: ClaimRefusal): Promise<ClaimedJob | 'retry'> {
+    const row = await this.claims.peek(source, now(), scope);
+    if (!row) throw refusal.error;
+    const taken = await this.refused.retryRow(source, row, refusal, this.byIdScope(source, scope.names));
     return taken === 'changed' || 'setAside' in taken ? 'retry' : taken;
-  }
-
-  /**
-   * Repeats a refused take on exactly this row. Success means the refusal was about something else (the row is ours
-   * now); no match means the row changed state meanwhile; the same refusal (same code) confirms the row is the
-   * culprit, and it is set aside. Any other error is thrown.
-   */
-  private async retryRow(
-    source: ClaimSource,
-    row: { _id: Types.ObjectId; name: string },
-    refusal: RefusalError,
-    names: string[],
-  ): Promise<ClaimedJob | 'changed' | { setAside: string | null }> {
-    const at = now();
-    const lockId = this.lockIds.next();
-    try {
-      const lockedUntil = addMs(at, this.options.leaseMs);
-      const doc = await this.repository.takeById(
-        source,
-        row._id,
-        at,
-        lockId,
-        lockedUntil,
-        this.byIdScope(source, names),
-      );
-      return doc ? { doc, lockId } : 'changed';
-    } catch (error) {
-      if (!isDocumentUpdateError(error) || !isSameRefusal(error, refusal)) throw error;
-      return { setAside: await this.setAside(source, row, error.message, at) };
-    }
-  }
-
-  /**
-   * Marks a refused row `failed`; resolves the reason, or null when the row no longer matched or the server refused
-   * that write too for its document (the row is then skipped in memory). Any other failure of that write (network,
-   * an unfamiliar server code) is thrown: the row is probed again on a later poll. A concurrent claim step that hits
-   * the same row waits for the first one's write (which alone logs and emits), and a row already skipped in memory is
-   * not written again.
-   */
-  private setAside(
-    source: ClaimSource,
-    row: { _id: Types.ObjectId; name: string },
-    cause: string,
-    at: Date,
-  ): Promise<string | null> {
-    const jobId = row._id.toHexString();
-    const underWay = this.settingAside.get(jobId);
-    if (underWay) return underWay.catch(() => null);
-    if (this.setAsideIds.has(row._id)) return Promise.resolve(null);
-    const write = this.writeSetAside(source, row, cause, at).finally(() => this.settingAside.delete(jobId));
-    this.settingAside.set(jobId, write);
-    return write;
-  }
-
-  private async writeSetAside(
-    source: ClaimSource,
-    row: { _id: Types.ObjectId; name: string },
-    cause: string,
-    at: Date,
-  ): Promise<string | null> {
-    const jobId = row._id.toHexString();
-    const reason = `Job could not be ${source === 'pending' ? 'claimed' : 'reclaimed'}: the server rejected the update as stored (${cause})`;
-    try {
-      const expiresAt = this.retention.expiresAt('failed', row, at);
-      if (!(await this.repository.setAside(row._id, source, reason, at, expiresAt))) return null;
-    } catch (error) {
-      if (classifyWriteError(error) !== 'permanent') throw error;
-      this.setAsideIds.add(row._id);
-      this.logger.error(
-        `Job ${jobId} (${row.name}) is skipped by this worker: ${reason}; marking it failed was refused too (${errorInfo(error).message})`,
-      );
-      return null;
-    }
-    this.logger.error(`Job ${jobId} (${row.name}) marked failed: ${reason}`);
-    this.events.emit('failed', { jobId, name: row.name, attempt: 0 }, reason);
-    return reason;
   }
 
   /** What a claim step may take: `names`, minus the rows set aside here and (a reclaim) this process's unresolved claims. */
   private scope(source: ClaimSource, names: string[]): ClaimScope {
-    return { skipIds: this.setAsideIds.values(), ...this.byIdScope(source, names) };
+    return { skipIds: this.refused.skipIds(), ...this.byIdScope(source, names) };
   }
 
   /** A reclaim skips rows under this process's claims still unanswered (`ClaimsInDoubt.unresolvedLocks`). */

@@ -6,7 +6,7 @@ import { JobEvents } from '../events/job-events.js';
 import { DEDUPE_WRITE_TRIES } from '../jobs.constants.js';
 import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../jobs.types.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { type InsertOutcome, JobsRepository } from '../persistence/jobs.repository.js';
+import { type InsertOutcome, JobEnqueueStore } from '../persistence/job-enqueue.store.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../telemetry/jobs-telemetry.js';
 import type { NewJobDocument } from '../types/new-job-document.js';
 import { onlyKnownKeys } from '../utils/validate.js';
@@ -32,7 +32,7 @@ export interface EnqueueResult {
 export class JobEnqueuer {
   constructor(
     private readonly documents: JobDocumentFactory,
-    private readonly repository: JobsRepository,
+    private readonly enqueues: JobEnqueueStore,
     private readonly workArrived: WorkArrived,
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
@@ -46,7 +46,7 @@ export class JobEnqueuer {
    */
   async enqueue(name: unknown, payload: unknown, options: EnqueueOptions): Promise<EnqueueResult> {
     const doc = this.documents.build(name, payload, options);
-    const session = requireEnqueueSession(options.session, (candidate) => this.repository.ownsSession(candidate));
+    const session = requireEnqueueSession(options.session, (candidate) => this.enqueues.ownsSession(candidate));
     if (!this.telemetry) return this.store(doc, session);
     return this.telemetry.traceSend([doc], () => this.store(doc, session), storedOne);
   }
@@ -87,7 +87,7 @@ export class JobEnqueuer {
       }
       return this.documents.build(item?.name, item?.payload, item?.options ?? {});
     });
-    const session = requireEnqueueSession(options.session, (candidate) => this.repository.ownsSession(candidate));
+    const session = requireEnqueueSession(options.session, (candidate) => this.enqueues.ownsSession(candidate));
     if (docs.length === 0) return [];
     if (!this.telemetry) return this.storeBatch(docs, session);
     return this.telemetry.traceSend(docs, () => this.storeBatch(docs, session), storedOfMany);
@@ -114,11 +114,11 @@ export class JobEnqueuer {
   /** Writes one job: by upsert inside a transaction when it has a dedupe key, else by insert (then `takeKey`). */
   private async write(doc: NewJobDocument, session: ClientSession | undefined): Promise<EnqueueResult> {
     if (session?.inTransaction() && doc.dedupeScope !== undefined) return this.upsert(doc, session);
-    return this.settle(doc, await this.repository.insert(doc, session)) ?? (await this.takeKey(doc, session));
+    return this.settle(doc, await this.enqueues.insert(doc, session)) ?? (await this.takeKey(doc, session));
   }
 
   private async upsert(doc: NewJobDocument, session: ClientSession): Promise<EnqueueResult> {
-    const outcome = await this.repository.upsertByScope(doc, session);
+    const outcome = await this.enqueues.upsertByScope(doc, session);
     return outcome.kind === 'inserted'
       ? { doc: outcome.doc, deduplicated: false }
       : { doc: outcome.holder, deduplicated: true };
@@ -136,7 +136,7 @@ export class JobEnqueuer {
   ): Promise<void> {
     const keyless = docs.flatMap((doc, index) => (doc.dedupeScope === undefined ? [index] : []));
     if (keyless.length > 0) {
-      const outcomes = await this.repository.insertMany(
+      const outcomes = await this.enqueues.insertMany(
         keyless.map((index) => docs[index]),
         session,
       );
@@ -155,7 +155,7 @@ export class JobEnqueuer {
     session: ClientSession | undefined,
     results: (EnqueueResult | undefined)[],
   ): Promise<void> {
-    const outcomes = await this.repository.insertMany(docs, session);
+    const outcomes = await this.enqueues.insertMany(docs, session);
     for (const [index, outcome] of outcomes.entries()) {
       if (outcome.kind === 'inserted') results[index] = { doc: outcome.doc, deduplicated: false };
     }
@@ -164,7 +164,7 @@ export class JobEnqueuer {
     const clashing = docs.flatMap((doc, index) => (results[index] ? [] : [doc.dedupeScope as string]));
     if (clashing.length === 0) return;
     const holders = new Map(
-      (await this.repository.findLiveHolders([...new Set(clashing)], session)).map((job) => [job.dedupeScope, job]),
+      (await this.enqueues.findLiveHolders([...new Set(clashing)], session)).map((job) => [job.dedupeScope, job]),
     );
     for (const [index, doc] of docs.entries()) {
       if (results[index]) continue;
@@ -185,7 +185,7 @@ export class JobEnqueuer {
 
   private storeTick(doc: NewJobDocument): Promise<boolean> {
     return this.events.holdWhileEnqueueing([doc._id.toHexString()], async () => {
-      const outcome = await this.repository.insert(doc);
+      const outcome = await this.enqueues.insert(doc);
       if (outcome.kind !== 'inserted') return false;
       this.announceNow([{ doc: outcome.doc, deduplicated: false }]);
       return true;
@@ -204,11 +204,11 @@ export class JobEnqueuer {
     const scope = doc.dedupeScope as string;
     let clash: unknown;
     for (let tries = 0; tries < DEDUPE_WRITE_TRIES; tries += 1) {
-      const [holder] = await this.repository.findLiveHolders([scope], session);
+      const [holder] = await this.enqueues.findLiveHolders([scope], session);
       if (holder) return { doc: holder, deduplicated: true };
       // The holder finished between our insert and our read, or a finished row still carries the scope: free it.
-      await this.repository.freeStaleScope(scope, session);
-      const outcome = await this.repository.insert(doc, session);
+      await this.enqueues.freeStaleScope(scope, session);
+      const outcome = await this.enqueues.insert(doc, session);
       const stored = this.settle(doc, outcome);
       if (stored) return stored;
       if (outcome.kind === 'dedupe-clash') clash = outcome.error;

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { isUnrecoverable } from '../errors/unrecoverable-job.error.js';
 import { JobEvents, type OutcomeSlot } from '../events/job-events.js';
 import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
 import { JobRetention } from '../retention/job-retention.service.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import { backoffDelayMs } from '../utils/backoff.js';
@@ -19,7 +19,7 @@ export class JobFinalizer {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly outcomes: JobOutcomeStore,
     private readonly events: JobEvents,
     private readonly retention: JobRetention,
   ) {}
@@ -67,7 +67,7 @@ export class JobFinalizer {
     const at = now();
     const label = `Job ${execution.jobId} (${doc.name}) attempt ${execution.context.attempt}`;
     const budgetMs = execution.handler.leaseMs;
-    const landed = () => this.repository.finishedBy(doc._id, lockId);
+    const landed = () => this.outcomes.finishedBy(doc._id, lockId);
     const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline, landed);
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
@@ -77,7 +77,7 @@ export class JobFinalizer {
         transition = 'completed';
         const expiresAt = this.retention.expiresAt('completed', doc, at);
         result = await persist(() =>
-          this.repository.complete(doc._id, lockId, at, {
+          this.outcomes.complete(doc._id, lockId, at, {
             result: outcome.result,
             progress: execution.lastProgress,
             expiresAt,
@@ -99,13 +99,13 @@ export class JobFinalizer {
         this.logger.warn(
           `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
         );
-        result = await persist(() => this.repository.recordFailure(doc._id, lockId, attempt, next));
+        result = await persist(() => this.outcomes.recordFailure(doc._id, lockId, attempt, next));
         onWritten = () => slot.emit(exhausted ? 'dead' : 'retrying', message);
         break;
       }
       case 'shutdown':
         transition = 'released';
-        result = await persist(() => this.repository.release(doc._id, lockId, at));
+        result = await persist(() => this.outcomes.release(doc._id, lockId, at));
         break;
       case 'stale':
         this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);
@@ -117,7 +117,7 @@ export class JobFinalizer {
         // The claim's answer came back after the lease it wrote, so no handler ran. While the row is still under this
         // lock nobody else has taken it, so it goes back to pending with no attempt counted (the owner fence makes a
         // late hand-back harmless); only when that fails is it left to a reclaim, which counts a LeaseExpired attempt.
-        const handedBack = await this.repository.release(doc._id, lockId, at).catch(() => false);
+        const handedBack = await this.outcomes.release(doc._id, lockId, at).catch(() => false);
         this.logger.warn(
           handedBack
             ? `${label} did not start: ${outcome.reason}; handed back to pending, no attempt counted`
@@ -186,9 +186,7 @@ export class JobFinalizer {
     this.logger.error(`Job ${jobId} cannot run as stored: ${reason}; marked failed`);
     const at = now();
     const expiresAt = this.retention.expiresAt('failed', claim.doc, at);
-    if (
-      await this.repository.markFailed(claim.doc._id, claim.lockId, `Cannot run as stored: ${reason}`, at, expiresAt)
-    ) {
+    if (await this.outcomes.markFailed(claim.doc._id, claim.lockId, `Cannot run as stored: ${reason}`, at, expiresAt)) {
       this.events.emit('failed', { jobId, name: String(claim.doc.name), attempt: 0 }, reason);
     }
   }
@@ -198,7 +196,7 @@ export class JobFinalizer {
    * Resolves whether the hand-back matched the row (false: it was no longer under this claim's lock).
    */
   releaseUnstarted(claim: ClaimedJob): Promise<boolean> {
-    return this.repository.release(claim.doc._id, claim.lockId, now());
+    return this.outcomes.release(claim.doc._id, claim.lockId, now());
   }
 
   private async deadLetterUnstorable(
@@ -215,11 +213,11 @@ export class JobFinalizer {
     const at = now();
     const expiresAt = this.retention.expiresAt('dead', doc, at);
     const result = await persistOutcome(
-      () => this.repository.deadLetterUnstorable(doc._id, lockId, reason, at, expiresAt),
+      () => this.outcomes.deadLetterUnstorable(doc._id, lockId, reason, at, expiresAt),
       execution.lease,
       execution.handler.leaseMs,
       deadline,
-      () => this.repository.finishedBy(doc._id, lockId),
+      () => this.outcomes.finishedBy(doc._id, lockId),
     );
     if (result.kind === 'written') {
       slot.emit('dead', reason);

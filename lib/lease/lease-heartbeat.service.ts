@@ -5,7 +5,7 @@ import type { LeaseLostError } from '../errors/lease-lost.error.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import type { JobProgress } from '../persistence/job.types.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobLeaseStore } from '../persistence/job-lease.store.js';
 import { now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
 import { HeartbeatClock } from './heartbeat-clock.js';
@@ -42,10 +42,10 @@ export class LeaseHeartbeat {
   private readonly batcher: RenewalBatcher;
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly leases: JobLeaseStore,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {
-    this.batcher = new RenewalBatcher(repository, now);
+    this.batcher = new RenewalBatcher(leases, now);
   }
 
   open(
@@ -66,7 +66,7 @@ export class LeaseHeartbeat {
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
       renew: (requestedUntil, progress) => this.renew(jobId, lockId, requestedUntil, progress, terms.leaseMs),
-      relinquish: (until) => this.repository.relinquishLease(jobId, lockId, until),
+      relinquish: (until) => this.leases.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onCancelled: hooks.onCancelled,
       onRenewed: hooks.onRenewed,
@@ -90,7 +90,7 @@ export class LeaseHeartbeat {
   ): Promise<Date | null | 'cancelled' | 'finished'> {
     const renewed = await this.batcher.renew(jobId, lockId, requestedUntil, progress, leaseMs);
     if (renewed !== null) return renewed;
-    const [row] = await this.repository.readLeaseOwners([jobId]);
+    const [row] = await this.leases.readLeaseOwners([jobId]);
     if (row?.finishedBy === lockId) return 'finished';
     return row?.status === 'cancelled' ? 'cancelled' : null;
   }

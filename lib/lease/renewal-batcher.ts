@@ -1,6 +1,6 @@
 import type { Types } from 'mongoose';
 import type { JobProgress } from '../persistence/job.types.js';
-import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/jobs.repository.js';
+import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/job-lease.store.js';
 
 /** Most renewals one command carries; more in one flush are sent as several commands at once. */
 export const MAX_RENEWALS_PER_COMMAND = 1000;
@@ -12,7 +12,7 @@ interface QueuedRenewal extends LeaseRenewal {
 
 /**
  * Sends the lease renewals requested in one macrotask as one round trip, each still owner-fenced and answered as
- * `JobsRepository.renewLease` answers it: the row's deadline, `null` when the lease is lost (another owner, or the
+ * `JobLeaseStore.renewLease` answers it: the row's deadline, `null` when the lease is lost (another owner, or the
  * run ended), or the database error.
  *
  * The flush runs in a `setImmediate`, not a microtask: Node drains microtasks after every timer callback, so a

@@ -1,12 +1,13 @@
 import { Injectable } from '@nestjs/common';
-import type { mongo, Types } from 'mongoose';
+import type { Types } from 'mongoose';
 import { isMalformedGroup } from '../execution/runnable-row.js';
 import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries.js';
-import { isDocumentUpdateError, isSameRefusal, mayHaveLanded } from '../persistence/database-errors.js';
-import { codeOf, DUPLICATE_KEY, isClashOn } from '../persistence/duplicate-key.js';
-import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from '../persistence/guarantee-indexes.js';
+import { asRefusal, type ClaimRefusal, isRefusal, isSameRefusal } from '../persistence/claim-refusal.js';
+import { mayHaveLanded } from '../persistence/database-errors.js';
+import { isSlotClash } from '../persistence/duplicate-key.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobClaimStore } from '../persistence/job-claim.store.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import type { FleetLimits } from './fleet-limits.js';
 import { RateTokensRepository, type TakenToken } from './rate-tokens.repository.js';
 import { slotPrefix } from './slot-keys.js';
@@ -31,14 +32,17 @@ export interface LimitedTake {
  * What one try did: took a row (`reclaimed`: an expired running row, whose lost attempt counts), found the name at
  * its limit (`full`), found no row, lost a race for a slot or row to another claimer (`contended`: try again), or
  * had its write refused by the server for exactly row `id` of `source` (`refused`: the row cannot be taken as stored; the caller
- * sets it aside, else it would sort first on every claim of the name and stall it).
+ * sets it aside, else it would sort first on every claim of the name and stall it), or for no row it could name
+ * (`refused_unplaced`).
  */
 export type LimitedTakeResult =
   | { kind: 'taken'; doc: JobDocument; reclaimed: boolean }
   | { kind: 'full' }
   | { kind: 'none' }
   | { kind: 'contended' }
-  | { kind: 'refused'; id: Types.ObjectId; source: ClaimSource; error: mongo.MongoServerError };
+  | { kind: 'refused'; id: Types.ObjectId; source: ClaimSource; refusal: ClaimRefusal }
+  /** The server refused a claim write, and no one row could be named as its cause (see `JobClaimService`). */
+  | { kind: 'refused_unplaced'; refusal: ClaimRefusal };
 
 /**
  * The claim of a name with fleet-wide limits. The limits live in MongoDB, not in agreement between processes:
@@ -54,15 +58,27 @@ export class LimitedClaim {
   private readonly tokensEnsured = new Map<string, Promise<void>>();
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly claims: JobClaimStore,
+    private readonly reads: JobReadStore,
     private readonly tokens: RateTokensRepository,
   ) {}
 
   async take(request: LimitedTake): Promise<LimitedTakeResult> {
+    try {
+      return await this.takeOrRefuse(request);
+    } catch (error) {
+      const refusal = asRefusal(error);
+      if (!refusal) throw error;
+      return { kind: 'refused_unplaced', refusal };
+    }
+  }
+
+  /** `take`, throwing a refusal it could not pin on one row. */
+  private async takeOrRefuse(request: LimitedTake): Promise<LimitedTakeResult> {
     // runNow: a row that is not there to take from `source` is no matter of limits (nor of a rate token).
     let row: JobDocument | undefined;
     if (request.id !== undefined) {
-      const found = await this.repository.findById(request.id);
+      const found = await this.reads.findById(request.id);
       if (!found || found.name !== request.name || !isInSource(found, request.source, request.at)) {
         return { kind: 'none' };
       }
@@ -104,13 +120,15 @@ export class LimitedClaim {
   private async takeWithSlots(request: LimitedTake, byId?: JobDocument): Promise<LimitedTakeResult> {
     const { name, limits, source, at, lockId, lockedUntil, skipIds, skipLocks } = request;
     const inDoubtHere = (lock: string | undefined) => lock !== undefined && (skipLocks ?? []).includes(lock);
-    const taken = (doc: JobDocument | Refused | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
+    const taken = (doc: JobDocument | RefusedRow | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
       if (doc === null) return { kind: missing };
       return 'kind' in doc ? doc : { kind: 'taken', doc, reclaimed: source === 'running' };
     };
-    const takeExactly = (id: Types.ObjectId, slots?: SlotClaim) =>
-      refusedAs(id, source, () =>
-        this.repository.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
+    const takeExactly = async (id: Types.ObjectId, slots?: SlotClaim) =>
+      refusedAs(
+        id,
+        source,
+        await this.claims.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
       );
     // runNow of an expired running row that holds slots: reclaimed with them, like the holders below (it may hold
     // the only one). No match: the row changed state since it was read, and its new state is the answer.
@@ -121,44 +139,42 @@ export class LimitedClaim {
     const takeRow = async (slots?: SlotClaim, group?: string | null): Promise<LimitedTakeResult> => {
       if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
       const scope = { names: [name], skipIds, skipLocks, group };
-      try {
-        const doc = await this.repository.take(source, at, lockId, lockedUntil, scope, slots);
-        return taken(doc, group === undefined ? 'none' : 'contended');
-      } catch (error) {
-        if (!isDocumentUpdateError(error)) throw error;
-        // Which row was refused: the one this take would find, when the same write on exactly it is refused the same.
-        const row = await this.repository.peek(source, at, scope);
-        if (!row) throw error;
-        const retried = await takeExactly(row._id, slots);
-        if (retried !== null && 'kind' in retried && !isSameRefusal(retried.error, error)) throw retried.error;
-        return taken(retried, 'contended');
-      }
+      const doc = await this.claims.take(source, at, lockId, lockedUntil, scope, slots);
+      if (!isRefusal(doc)) return taken(doc, group === undefined ? 'none' : 'contended');
+      // Which row was refused: the one this take would find, when the same write on exactly it is refused the same.
+      const row = await this.claims.peek(source, at, scope);
+      if (!row) throw doc.error;
+      const retried = await takeExactly(row._id, slots);
+      if (retried !== null && 'kind' in retried && !isSameRefusal(retried.refusal, doc)) throw retried.refusal.error;
+      return taken(retried, 'contended');
     };
     if (limits.globalConcurrency === undefined && limits.groupConcurrency === undefined) return takeRow();
     const fields: SlotField[] = [];
     if (limits.globalConcurrency !== undefined) fields.push('concurrencySlot');
     if (limits.groupConcurrency !== undefined) fields.push('groupSlot');
-    const holders = await this.repository.findSlotHolders(slotPrefix(name), fields);
+    const holders = await this.claims.findSlotHolders(slotPrefix(name), fields);
     const view = new SlotView(name, limits, holders, at);
     // A holder whose lease ran out is taken over with its slots before any slot is given to a new row (not one under a
     // claim of this process still unanswered: its slots stay held until that claim is resolved).
     for (const holder of request.id === undefined ? view.expired : []) {
       if (inDoubtHere(holder.lockedBy)) continue;
-      const doc = await refusedAs(holder._id, 'running', () =>
-        this.repository.takeById('running', holder._id, at, lockId, lockedUntil, { names: [name], skipLocks }),
+      const doc = refusedAs(
+        holder._id,
+        'running',
+        await this.claims.takeById('running', holder._id, at, lockId, lockedUntil, { names: [name], skipLocks }),
       );
       if (doc && 'kind' in doc) return doc;
       if (doc) return { kind: 'taken', doc, reclaimed: true };
     }
-    await this.repository.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
-    await this.repository.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
+    await this.claims.freeEndedSlots('concurrencySlot', view.endedConcurrencySlots, at);
+    await this.claims.freeEndedSlots('groupSlot', view.endedGroupSlots, at);
     const concurrencySlot = view.freeConcurrencySlot();
     if (concurrencySlot === null) return { kind: 'full' };
     if (limits.groupConcurrency === undefined) return takeRow({ concurrencySlot });
     // The group slot depends on the group: find the first row outside the full groups, then take the first row of its
     // group (claims in flight that found the same row take that group's next ones instead of racing for one row).
     const row =
-      byId ?? (await this.repository.peekOutsideGroups(source, at, name, view.fullGroups(), { skipIds, skipLocks }));
+      byId ?? (await this.claims.peekOutsideGroups(source, at, name, view.fullGroups(), { skipIds, skipLocks }));
     if (!row) return { kind: 'none' };
     const groupSlot = view.freeGroupSlot(row.group);
     if (groupSlot === null) return { kind: 'full' };
@@ -173,25 +189,9 @@ export class LimitedClaim {
   }
 }
 
-type Refused = Extract<LimitedTakeResult, { kind: 'refused' }>;
+type RefusedRow = Extract<LimitedTakeResult, { kind: 'refused' }>;
 
-/** Runs a take of exactly row `id`; a refusal by the server of that write becomes a `refused` result for it. */
-async function refusedAs(
-  id: Types.ObjectId,
-  source: ClaimSource,
-  write: () => Promise<JobDocument | null>,
-): Promise<JobDocument | Refused | null> {
-  try {
-    return await write();
-  } catch (error) {
-    if (!isDocumentUpdateError(error)) throw error;
-    return { kind: 'refused', id, source, error };
-  }
-}
-
-/** Another claimer took the slot first (between the read of the holders and this claim's write). */
-function isSlotClash(error: unknown): boolean {
-  return (
-    codeOf(error) === DUPLICATE_KEY && (isClashOn(error, CONCURRENCY_SLOT_INDEX) || isClashOn(error, GROUP_SLOT_INDEX))
-  );
+/** A take of exactly row `id`: a refusal by the server of that write becomes a `refused` result for it. */
+function refusedAs(id: Types.ObjectId, source: ClaimSource, outcome: JobDocument | ClaimRefusal | null) {
+  return isRefusal(outcome) ? ({ kind: 'refused', id, source, refusal: outcome } satisfies RefusedRow) : outcome;
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { now } from '../utils/clock.js';
 import { raceTimeout } from '../utils/race-timeout.js';
 import { type PollState, WORKER_STATE, type WorkerState } from '../worker/worker-state.js';
@@ -17,14 +17,14 @@ const DOWN_AFTER_CLAIM_FAILURES = 3;
 @Injectable()
 export class JobsWorkerMonitor {
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly reads: JobReadStore,
     @Inject(WORKER_STATE) private readonly worker: WorkerState,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
   /** @throws InvalidOptionError for options that are not an object, an unknown key or a bad `timeoutMs`. */
   async status(options: WorkerStatusOptions = {}): Promise<JobsWorkerStatus> {
-    const databaseError = await pingWithin(this.repository.ping(), resolvePingTimeout(options));
+    const databaseError = await pingWithin(this.reads.ping(), resolvePingTimeout(options));
     const poll = this.worker.pollState();
     const status: JobsWorkerStatus = {
       status: 'up',

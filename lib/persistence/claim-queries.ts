@@ -6,7 +6,7 @@ import type { JobAttempt } from './job.types.js';
 /**
  * How a claim finds and takes a row: the filters, sorts and updates of a claim (`pending`) and a reclaim (`running`),
  * the scope of names and set-aside ids, and the fleet-limit slots a claim takes in the same write. Only
- * `JobsRepository` runs these queries; the types are shared with the claim services.
+ * `JobClaimStore` runs these queries; the types are shared with the claim services.
  */
 
 const CLAIM_SORT = { priority: -1, runAt: 1, _id: 1 } as const;

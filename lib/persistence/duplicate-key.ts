@@ -1,5 +1,5 @@
 import { mongo } from 'mongoose';
-import type { GuaranteeIndex } from './guarantee-indexes.js';
+import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX, type GuaranteeIndex } from './guarantee-indexes.js';
 
 /**
  * Reading duplicate-key errors (code 11000): which index refused a write, and on which field. The only place that
@@ -62,4 +62,9 @@ export function clashOn(error: unknown, index: GuaranteeIndex): 'yes' | 'no' | '
  */
 export function isClashOn(error: unknown, index: GuaranteeIndex): boolean {
   return clashOn(error, index) !== 'no';
+}
+
+/** Another claimer took a fleet-limit slot first (between the read of the holders and this claim's write). */
+export function isSlotClash(error: unknown): boolean {
+  return isDuplicateKey(error) && (isClashOn(error, CONCURRENCY_SLOT_INDEX) || isClashOn(error, GROUP_SLOT_INDEX));
 }

@@ -6,7 +6,7 @@ import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { errorInfo } from '../utils/error-info.js';
 import { raceTimeout } from '../utils/race-timeout.js';
 import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes.js';
-import { JobsRepository } from './jobs.repository.js';
+import { JobIndexStore } from './job-index.store.js';
 import { isLegacyClaimIndex } from './legacy-claim-index.js';
 
 /**
@@ -19,7 +19,7 @@ export class JobIndexes implements OnModuleInit {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly indexStore: JobIndexStore,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
 
@@ -31,8 +31,8 @@ export class JobIndexes implements OnModuleInit {
   }
 
   private async setUp(): Promise<void> {
-    const failures = await this.repository.createDeclaredIndexes();
-    const indexes = await this.repository.listIndexes();
+    const failures = await this.indexStore.createDeclaredIndexes();
+    const indexes = await this.indexStore.listIndexes();
     await this.dropLegacyClaimIndex(indexes);
     for (const guarantee of GUARANTEE_INDEXES) {
       const found = guaranteeIndexProblem(guarantee, indexes);
@@ -61,7 +61,7 @@ export class JobIndexes implements OnModuleInit {
     await this.scopeLegacyKeys();
     for (const index of legacy) {
       // Its global uniqueness would reject a key that a finished job keeps, or that another job name holds.
-      if (await this.repository.dropIndex(index.name)) {
+      if (await this.indexStore.dropIndex(index.name)) {
         this.logger.log(`Dropped the old global dedupe index "${index.name}": dedupe keys are now unique per job name`);
       }
     }
@@ -70,14 +70,14 @@ export class JobIndexes implements OnModuleInit {
   /** The old claim index only costs writes now: `claim_by_name` serves every claim. */
   private async dropLegacyClaimIndex(indexes: IndexInfo[]): Promise<void> {
     for (const index of indexes.filter(isLegacyClaimIndex)) {
-      if (await this.repository.dropIndex(index.name)) {
+      if (await this.indexStore.dropIndex(index.name)) {
         this.logger.log(`Dropped the old claim index "${index.name}": claims use "claim_by_name" now`);
       }
     }
   }
 
   private async scopeLegacyKeys(): Promise<void> {
-    const { scoped, clashes } = await this.repository.scopeLegacyKeys();
+    const { scoped, clashes } = await this.indexStore.scopeLegacyKeys();
     if (scoped > 0) this.logger.log(`Scoped the dedupe keys of ${scoped} pending/running job(s) from an older version`);
     if (clashes > 0) {
       this.logger.warn(

@@ -1,5 +1,5 @@
 import { JOB_STATUSES, type JobStatus } from '../persistence/job.types.js';
-import type { JobsRepository } from '../persistence/jobs.repository.js';
+import type { JobReadStore } from '../persistence/job-read.store.js';
 import { chartedNames } from './charted-names.js';
 import type { ResolvedMetricsOptions } from './job-metrics-options.js';
 
@@ -48,7 +48,7 @@ export interface JobMetrics {
  * bucket holding `now - windowMs` to the end of the one holding `now`.
  */
 export async function collectJobMetrics(
-  repository: JobsRepository,
+  reads: JobReadStore,
   { windowMs, bucketMs, names, defaultNames }: ResolvedMetricsOptions,
   at: Date,
 ): Promise<JobMetrics> {
@@ -64,11 +64,11 @@ export async function collectJobMetrics(
     return buckets;
   };
   const perName = (charted: readonly string[]) =>
-    charted.length === 0 ? [] : repository.finishedPerBucket(SERIES_STATUSES, from, until, bucketMs, charted);
+    charted.length === 0 ? [] : reads.finishedPerBucket(SERIES_STATUSES, from, until, bucketMs, charted);
   const [counts, oldest, totals, asked] = await Promise.all([
-    repository.countByNameAndStatus(),
-    repository.oldestDuePending(at),
-    repository.finishedTotalPerBucket(SERIES_STATUSES, from, until, bucketMs),
+    reads.countByNameAndStatus(),
+    reads.oldestDuePending(at),
+    reads.finishedTotalPerBucket(SERIES_STATUSES, from, until, bucketMs),
     names && perName(names),
   ]);
   const byName = new Map<string, JobNameMetrics>();

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { toJobRecord } from '../persistence/job.schema.js';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { now } from '../utils/clock.js';
 import { requireJobId } from '../utils/require-job-id.js';
 import { collectJobMetrics, type JobMetrics } from './job-metrics.js';
@@ -15,16 +15,16 @@ import { type JobListPage, type ListJobsOptions, resolveListQuery } from './list
  */
 @Injectable()
 export class JobsQuery {
-  constructor(private readonly repository: JobsRepository) {}
+  constructor(private readonly reads: JobReadStore) {}
 
   /** @throws InvalidJobIdError */
   async findById<TPayload = unknown>(id: string): Promise<JobRecord<TPayload> | null> {
-    const doc = await this.repository.findById(requireJobId(id));
+    const doc = await this.reads.findById(requireJobId(id));
     return doc && toJobRecord<TPayload>(doc);
   }
 
   async stats(): Promise<Record<JobStatus, number>> {
-    const counts = await this.repository.countByStatus();
+    const counts = await this.reads.countByStatus();
     return Object.fromEntries(JOB_STATUSES.map((status) => [status, counts.get(status) ?? 0])) as Record<
       JobStatus,
       number
@@ -35,7 +35,7 @@ export class JobsQuery {
   async list<TPayload = unknown>(options: ListJobsOptions): Promise<JobListPage<TPayload>> {
     const query = resolveListQuery(options);
     // One row more than the page says whether another page follows, so the last page's cursor is null.
-    const docs = await this.repository.listJobs(query, query.limit + 1);
+    const docs = await this.reads.listJobs(query, query.limit + 1);
     const page = docs.slice(0, query.limit);
     return {
       jobs: page.map((doc) => toJobRecord<TPayload>(doc)),
@@ -45,6 +45,6 @@ export class JobsQuery {
 
   /** @throws InvalidOptionError */
   async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
-    return collectJobMetrics(this.repository, resolveMetricsOptions(options), now());
+    return collectJobMetrics(this.reads, resolveMetricsOptions(options), now());
   }
 }

@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../errors/invalid-option.error.js';
 import { MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
 import { FINISHED_STATUSES, type FinishedStatus } from '../persistence/job.types.js';
-import type { PurgeFilter } from '../persistence/jobs.repository.js';
+import type { PurgeFilter } from '../persistence/job-admin.store.js';
 import { integerInRange, nonEmptyString } from '../utils/validate.js';
 
 /** What `JobsService.purge` deletes. */

@@ -7,7 +7,7 @@ import {
 } from '@nestjs/common';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobRetentionStore } from '../persistence/job-retention.store.js';
 import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
 import { now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
@@ -31,7 +31,7 @@ export class RetentionSweeper implements OnApplicationBootstrap, BeforeApplicati
   private stopped = false;
 
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly store: JobRetentionStore,
     private readonly retention: JobRetention,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly deadline: ShutdownDeadline,
@@ -57,7 +57,7 @@ export class RetentionSweeper implements OnApplicationBootstrap, BeforeApplicati
   async sweep(): Promise<number> {
     let deleted = 0;
     for (let batch = 0; batch < SWEEP_MAX_BATCHES && !this.stopped; batch += 1) {
-      const result = await this.repository.deleteExpired(now(), SWEEP_BATCH_SIZE);
+      const result = await this.store.deleteExpired(now(), SWEEP_BATCH_SIZE);
       deleted += result.deleted;
       if (result.found < SWEEP_BATCH_SIZE) break;
     }

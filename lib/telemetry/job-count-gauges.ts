@@ -1,5 +1,5 @@
 import type { Attributes, BatchObservableCallback, Meter, ObservableGauge } from '@opentelemetry/api';
-import type { JobsRepository } from '../persistence/jobs.repository.js';
+import type { JobReadStore } from '../persistence/job-read.store.js';
 import * as names from './telemetry-names.js';
 
 /** What one read of the counts reports, per label value: until the next read, every export reports it. */
@@ -28,7 +28,7 @@ export class JobCountGauges {
 
   constructor(
     private readonly meter: Meter,
-    private readonly repository: Pick<JobsRepository, 'countByNameAndStatus'>,
+    private readonly reads: Pick<JobReadStore, 'countByNameAndStatus'>,
     private readonly metricsIntervalMs: number,
     /** The label value a job name is reported under. */
     private readonly labelOf: (name: string) => string,
@@ -68,7 +68,7 @@ export class JobCountGauges {
 
   private async readCounts(): Promise<void> {
     try {
-      const rows = await this.repository.countByNameAndStatus();
+      const rows = await this.reads.countByNameAndStatus();
       const counts = new Map<string, GaugedLabel>();
       for (const { _id, count } of rows) {
         // A hand-written row may lack a name: it has no label to count under.

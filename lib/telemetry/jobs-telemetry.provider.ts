@@ -2,7 +2,7 @@ import type { Provider } from '@nestjs/common';
 import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from './jobs-telemetry.js';
 import { MetricLabels } from './metric-labels.js';
 import { OpenTelemetryJobsTelemetry } from './open-telemetry-jobs-telemetry.js';
@@ -11,10 +11,10 @@ import { loadOpenTelemetryApi } from './opentelemetry-api.loader.js';
 /** `JOBS_TELEMETRY`: null with `telemetry: false` (the API is then not loaded) or without `@opentelemetry/api`. */
 export const jobsTelemetryProvider: Provider = {
   provide: JOBS_TELEMETRY,
-  inject: [JOBS_RESOLVED_OPTIONS, JobsRepository, JobHandlerRegistry],
+  inject: [JOBS_RESOLVED_OPTIONS, JobReadStore, JobHandlerRegistry],
   useFactory: async (
     options: ResolvedJobsOptions,
-    repository: JobsRepository,
+    reads: JobReadStore,
     registry: JobHandlerRegistry,
   ): Promise<JobsTelemetry | null> => {
     if (options.telemetry === false) return null;
@@ -22,6 +22,6 @@ export const jobsTelemetryProvider: Provider = {
     if (!api) return null;
     const { metricsIntervalMs, extraJobNames } = options.telemetry;
     const labels = new MetricLabels((name) => registry.get(name) !== undefined, extraJobNames);
-    return new OpenTelemetryJobsTelemetry(api, repository, options.workerId, metricsIntervalMs, labels);
+    return new OpenTelemetryJobsTelemetry(api, reads, options.workerId, metricsIntervalMs, labels);
   },
 };

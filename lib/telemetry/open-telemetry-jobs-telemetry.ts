@@ -6,7 +6,7 @@ import { LeaseLostError } from '../errors/lease-lost.error.js';
 import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
 import type { ExecutionOutcome } from '../execution/job-execution.js';
 import type { JobDocument } from '../persistence/job.schema.js';
-import type { JobsRepository } from '../persistence/jobs.repository.js';
+import type { JobReadStore } from '../persistence/job-read.store.js';
 import type { NewJobDocument } from '../types/new-job-document.js';
 import { errorInfo } from '../utils/error-info.js';
 import { JobCountGauges } from './job-count-gauges.js';
@@ -38,7 +38,7 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
 
   constructor(
     private readonly api: OpenTelemetryApi,
-    repository: Pick<JobsRepository, 'countByNameAndStatus'>,
+    reads: Pick<JobReadStore, 'countByNameAndStatus'>,
     private readonly workerId: string,
     metricsIntervalMs: number,
     private readonly labels: MetricLabels,
@@ -47,7 +47,7 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     const meter = api.metrics.getMeter(names.INSTRUMENTATION_SCOPE);
     this.gauges = new JobCountGauges(
       meter,
-      repository,
+      reads,
       metricsIntervalMs,
       (name) => labels.jobName(name),
       (label) => this.attributesOf(label),

@@ -9,7 +9,7 @@ import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import type { JobDocument } from '../persistence/job.schema.js';
 import type { JobStatus } from '../persistence/job.types.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { raceTimeout } from '../utils/race-timeout.js';
 import { Wakeup } from '../worker/wakeup.js';
 
@@ -32,7 +32,7 @@ const TIMED_OUT: unique symbol = Symbol('timed out');
 @Injectable()
 export class JobWaiter {
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly reads: JobReadStore,
     private readonly events: JobEvents,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
   ) {}
@@ -54,7 +54,7 @@ export class JobWaiter {
     try {
       for (;;) {
         const row = await raceTimeout(
-          this.repository.findById(id).then(
+          this.reads.findById(id).then(
             (doc) => {
               readError = undefined;
               return doc;

@@ -7,7 +7,7 @@ import type { JobEventType } from '../events/job-event.js';
 import { JobEvents } from '../events/job-events.js';
 import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
 import type { ResolvedJobsOptions } from '../jobs.options.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { describeJobId } from '../utils/job-id.js';
 import { raceTimeout } from '../utils/race-timeout.js';
 import { Wakeup } from '../worker/wakeup.js';
@@ -34,7 +34,7 @@ const TIMED_OUT: unique symbol = Symbol('timed out');
 @Injectable()
 export class JobsDrainer {
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly reads: JobReadStore,
     private readonly events: JobEvents,
     private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -114,7 +114,7 @@ export class JobsDrainer {
   }
 
   private async readLeft(names: readonly string[], before: Date): Promise<DrainLeftover[]> {
-    const groups = await this.repository.countUnfinished(names, before, new Date());
+    const groups = await this.reads.countUnfinished(names, before, new Date());
     return groups.map(({ _id, count, firstId, expiredLeases }) => ({
       name: _id.name,
       status: _id.status,

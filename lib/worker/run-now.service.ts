@@ -5,7 +5,7 @@ import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import type { RunNowConflictReason, RunNowOutcome } from '../jobs.types.js';
 import { isInSource } from '../persistence/claim-queries.js';
 import { type JobDocument, toJobRecord } from '../persistence/job.schema.js';
-import { JobsRepository } from '../persistence/jobs.repository.js';
+import { JobReadStore } from '../persistence/job-read.store.js';
 import { now } from '../utils/clock.js';
 import { parseJobId } from '../utils/job-id.js';
 import { JobRunner } from './job-runner.service.js';
@@ -20,7 +20,7 @@ const RUN_NOW_CLAIM_TRIES = 3;
 @Injectable()
 export class RunNow {
   constructor(
-    private readonly repository: JobsRepository,
+    private readonly reads: JobReadStore,
     private readonly claims: JobClaimService,
     private readonly registry: JobHandlerRegistry,
     private readonly runner: JobRunner,
@@ -39,7 +39,7 @@ export class RunNow {
       if (taken.kind === 'limited') return await this.conflict(jobId, 'limit_reached');
       if (taken.kind === 'set_aside') return await this.setAside(jobId, taken.reason);
       const outcome = taken.kind === 'claimed' ? await this.runner.execute(taken.claim, reservation) : undefined;
-      const after = await this.repository.findById(jobId);
+      const after = await this.reads.findById(jobId);
       if (!after) return { kind: 'not_found' };
       if (outcome?.kind === 'not_started')
         return { kind: 'not_started', reason: outcome.reason, job: toJobRecord(after) };
@@ -57,14 +57,14 @@ export class RunNow {
     for (let tries = 1; ; tries += 1) {
       const taken = await this.claims.claimById(jobId);
       if (taken.kind !== 'missed' || tries === RUN_NOW_CLAIM_TRIES) return taken;
-      const doc = await this.repository.findById(jobId);
+      const doc = await this.reads.findById(jobId);
       if (!doc || !this.takeableNow(doc)) return taken;
     }
   }
 
   /** Every slot of this process is taken: `busy` for a job runNow could take now, else the reason it could not. */
   private async busy(jobId: Types.ObjectId): Promise<RunNowOutcome> {
-    const doc = await this.repository.findById(jobId);
+    const doc = await this.reads.findById(jobId);
     if (!doc) return { kind: 'not_found' };
     const reason = this.takeableNow(doc) ? 'busy' : this.conflictReason(doc);
     return { kind: 'conflict', reason, job: toJobRecord(doc) };
@@ -80,12 +80,12 @@ export class RunNow {
 
   /** The server refused to claim the row as stored; it is `failed` now, and no handler ran. */
   private async setAside(jobId: Types.ObjectId, reason: string): Promise<RunNowOutcome> {
-    const doc = await this.repository.findById(jobId);
+    const doc = await this.reads.findById(jobId);
     return doc ? { kind: 'not_started', reason, job: toJobRecord(doc) } : { kind: 'not_found' };
   }
 
   private async conflict(jobId: Types.ObjectId, reason?: RunNowConflictReason): Promise<RunNowOutcome> {
-    const doc = await this.repository.findById(jobId);
+    const doc = await this.reads.findById(jobId);
     if (!doc) return { kind: 'not_found' };
     return { kind: 'conflict', reason: reason ?? this.conflictReason(doc), job: toJobRecord(doc) };
   }

@@ -2,7 +2,7 @@ import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler, JobsService } from '../../lib';
-import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { JobLeaseStore } from '../../lib/persistence/job-lease.store';
 import { type BenchContext, benchDbName, createBenchApp, dropDatabase } from './bench-app';
 import {
   type BenchConfig,
@@ -26,7 +26,7 @@ export interface HeartbeatRep {
   elapsedMs: number;
   writes: number;
   maxInFlight: number;
-  /** Duration of the renewal writes themselves (wrapper around `JobsRepository.renewLease`), mean and median. */
+  /** Duration of the renewal writes themselves (wrapper around `JobLeaseStore.renewLease`), mean and median. */
   renewalRttMs: number;
   renewalRttP50Ms: number;
   /**
@@ -69,7 +69,7 @@ export async function runHeartbeat(ctx: BenchContext, config: BenchConfig) {
   const reps: HeartbeatRep[] = [];
   try {
     const jobs = app.get(JobsService);
-    const meter = meterRenewals(app.get(JobsRepository));
+    const meter = meterRenewals(app.get(JobLeaseStore));
     for (let rep = 1; rep <= config.repetitions; rep += 1) {
       log(
         `heartbeat rep ${rep}/${config.repetitions}: ${config.heartbeatCalls} calls over ${config.heartbeatSpreadMs} ms`,
@@ -77,7 +77,7 @@ export async function runHeartbeat(ctx: BenchContext, config: BenchConfig) {
       meter.reset();
       const measured = await runInJob(jobs, (jobCtx) => runBurst(jobCtx, config));
       const lease = { ...measured, ...meter.read(measured.elapsedMs) };
-      const control = await runInJob(jobs, (jobCtx) => runDirectWrites(jobCtx, app.get(JobsRepository), config));
+      const control = await runInJob(jobs, (jobCtx) => runDirectWrites(jobCtx, app.get(JobLeaseStore), config));
       reps.push({ ...lease, control });
     }
   } finally {
@@ -150,15 +150,15 @@ function runInJob<T>(jobs: JobsService, body: (ctx: JobExecutionContext) => Prom
   return jobs.enqueue(JOB, {}).then(() => withTimeout(result, 60_000, 'heartbeat job'));
 }
 
-/** Sequential owner-fenced renewals of this job straight through the repository, for `heartbeatSpreadMs`. */
-async function runDirectWrites(ctx: JobExecutionContext, repository: JobsRepository, config: BenchConfig) {
+/** Sequential owner-fenced renewals of this job straight through the lease store, for `heartbeatSpreadMs`. */
+async function runDirectWrites(ctx: JobExecutionContext, leases: JobLeaseStore, config: BenchConfig) {
   const gcAvailable = forceGc();
   const heapBefore = process.memoryUsage().heapUsed;
   const id = new Types.ObjectId(ctx.jobId);
   const t0 = nowMs();
   let writes = 0;
   while (nowMs() - t0 < config.heartbeatSpreadMs) {
-    await repository.renewLease(id, ctx.lockId, new Date(Date.now() + 30_000), new Date());
+    await leases.renewLease(id, ctx.lockId, new Date(Date.now() + 30_000), new Date());
     writes += 1;
   }
   forceGc();
@@ -209,14 +209,14 @@ async function runBurst(ctx: JobExecutionContext, config: BenchConfig) {
   };
 }
 
-/** Wraps the app's own repository instance: the lease calls `repository.renewLease` for every write it makes. */
-function meterRenewals(repository: JobsRepository) {
-  const original = repository.renewLease.bind(repository);
+/** Wraps the app's own lease store instance: the lease calls `leases.renewLease` for every write it makes. */
+function meterRenewals(leases: JobLeaseStore) {
+  const original = leases.renewLease.bind(leases);
   let writes = 0;
   let inFlight = 0;
   let maxInFlight = 0;
   let rtts: number[] = [];
-  repository.renewLease = async (...args: Parameters<JobsRepository['renewLease']>) => {
+  leases.renewLease = async (...args: Parameters<JobLeaseStore['renewLease']>) => {
     writes += 1;
     inFlight += 1;
     maxInFlight = Math.max(maxInFlight, inFlight);

@@ -2,7 +2,8 @@ import { setImmediate as yieldToIo } from 'node:timers/promises';
 import { Injectable } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler, JobsService } from '../../lib';
-import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { JobLeaseStore } from '../../lib/persistence/job-lease.store';
+import { JobReadStore } from '../../lib/persistence/job-read.store';
 import { type BenchContext, benchDbName, createBenchApp, dropDatabase } from './bench-app';
 import { type BenchConfig, fmtInt, formatTable, log, medianOf, nowMs, withTimeout } from './helpers';
 
@@ -45,8 +46,8 @@ export async function runProgress(ctx: BenchContext, config: BenchConfig) {
   const reps: ProgressRep[] = [];
   try {
     const jobs = app.get(JobsService);
-    const repository = app.get(JobsRepository);
-    const meter = meterProgressWrites(repository);
+    const reads = app.get(JobReadStore);
+    const meter = meterProgressWrites(app.get(JobLeaseStore));
     for (let rep = 1; rep <= config.repetitions; rep += 1) {
       log(
         `progress rep ${rep}/${config.repetitions}: ${config.heartbeatCalls} calls over ${config.heartbeatSpreadMs} ms`,
@@ -57,7 +58,7 @@ export async function runProgress(ctx: BenchContext, config: BenchConfig) {
         (resolve, reject) => {
           burst = async (jobCtx) => {
             jobId = jobCtx.jobId;
-            await runBurst(jobCtx, repository, config).then(resolve, reject);
+            await runBurst(jobCtx, reads, config).then(resolve, reject);
           };
           jobs.enqueue(JOB, {}).catch(reject);
         },
@@ -99,7 +100,7 @@ export async function runProgress(ctx: BenchContext, config: BenchConfig) {
 }
 
 /** Values 1…calls on schedule (calls × elapsed / spread), yielding to I/O between slices so writes land meanwhile. */
-async function runBurst(ctx: JobExecutionContext, repository: JobsRepository, config: BenchConfig) {
+async function runBurst(ctx: JobExecutionContext, reads: JobReadStore, config: BenchConfig) {
   let issued = 0;
   let unsettled = 0;
   let resolved = 0;
@@ -128,7 +129,7 @@ async function runBurst(ctx: JobExecutionContext, repository: JobsRepository, co
   }
   while (unsettled > 0) await yieldToIo();
   const elapsedMs = nowMs() - t0;
-  const row = await repository.findById(new Types.ObjectId(ctx.jobId));
+  const row = await reads.findById(new Types.ObjectId(ctx.jobId));
   const persisted = (row?.progress as { done?: number } | undefined)?.done;
   return {
     calls: issued,
@@ -139,13 +140,13 @@ async function runBurst(ctx: JobExecutionContext, repository: JobsRepository, co
   };
 }
 
-/** Counts the progress-carrying renewal writes the app's own repository makes, and how many overlap. */
-function meterProgressWrites(repository: JobsRepository) {
-  const original = repository.renewLease.bind(repository);
+/** Counts the progress-carrying renewal writes the app's own lease store makes, and how many overlap. */
+function meterProgressWrites(leases: JobLeaseStore) {
+  const original = leases.renewLease.bind(leases);
   let writes = 0;
   let inFlight = 0;
   let maxInFlight = 0;
-  repository.renewLease = async (...args: Parameters<JobsRepository['renewLease']>) => {
+  leases.renewLease = async (...args: Parameters<JobLeaseStore['renewLease']>) => {
     const carriesProgress = args[4] !== undefined;
     if (carriesProgress) writes += 1;
     inFlight += 1;

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
-import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { JobClaimStore } from '../../lib/persistence/job-claim.store';
 import { type BenchContext, benchDbName, createBenchApp, dropDatabase, insertPendingJobs } from './bench-app';
 import { type BenchConfig, fmt, fmtInt, formatTable, log, medianOf, nowMs, percentile } from './helpers';
 
@@ -42,7 +42,7 @@ export async function runQueueDepth(ctx: BenchContext, config: BenchConfig) {
       setupMs[depth] = nowMs() - t0;
       log(`queue depth ${fmtInt(depth)}: inserted in ${fmtInt(setupMs[depth])} ms`);
       const claims = app.get(JobClaimService);
-      const queries = timeQueries(app.get(JobsRepository));
+      const queries = timeQueries(app.get(JobClaimStore));
       // Put claimed rows back, so every repetition sees exactly `depth` due rows.
       const reset = () =>
         collection.updateMany(
@@ -106,8 +106,8 @@ export async function runQueueDepth(ctx: BenchContext, config: BenchConfig) {
   return { config: { depths, claims: config.depthClaims }, setupMs, reps, table };
 }
 
-/** Times the repository's two claim queries on the app's own instance (claimNext calls them through it). */
-function timeQueries(repository: JobsRepository) {
+/** Times the claim store's two claim queries on the app's own instance (claimNext calls them through it). */
+function timeQueries(claims: JobClaimStore) {
   let reclaimMs: number[] = [];
   let claimDueMs: number[] = [];
   const timed = async <T>(into: () => number[], query: () => Promise<T>): Promise<T> => {
@@ -118,8 +118,8 @@ function timeQueries(repository: JobsRepository) {
       into().push(nowMs() - start);
     }
   };
-  const take = repository.take.bind(repository);
-  repository.take = (...args: Parameters<JobsRepository['take']>) =>
+  const take = claims.take.bind(claims);
+  claims.take = (...args: Parameters<JobClaimStore['take']>) =>
     timed(
       () => (args[0] === 'running' ? reclaimMs : claimDueMs),
       () => take(...args),

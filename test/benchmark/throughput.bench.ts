@@ -428,7 +428,7 @@ async function rawTrial(
         );
         if (reclaimed) return { _id: reclaimed._id, lockId };
       }
-      // jobs.repository.ts `take('pending', …)`: dueFilter + scopeFilter, CLAIM_SORT, claimUpdate.
+      // job-claim.store.ts `take('pending', …)`: dueFilter + scopeFilter, CLAIM_SORT, claimUpdate.
       const job = await collection.findOneAndUpdate(
         { status: 'pending', runAt: { $lte: at }, name: { $in: names } },
         {
@@ -439,7 +439,7 @@ async function rawTrial(
       );
       return job && { _id: job._id, lockId };
     };
-    // jobs.repository.ts `complete`: the owner fence, and RELEASED_FIELDS plus lastError unset.
+    // job-outcome.store.ts `complete`: the owner fence, and RELEASED_FIELDS plus lastError unset.
     const complete = async (job: { _id: ObjectId; lockId: string }): Promise<void> => {
       const finishedAt = new Date();
       const result = await collection.updateOne(

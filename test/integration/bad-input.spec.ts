@@ -62,8 +62,8 @@ describe('bad input: typed errors, nothing written or lost', () => {
       providers: [BadInputHandlers],
     });
     existingId = (await app.jobs.enqueue('ok', { keep: true }, { delayMs: 3_600_000 })).id;
-    const renew = app.repository.renewLease.bind(app.repository);
-    app.repository.renewLease = (...args) => {
+    const renew = app.stores.lease.renewLease.bind(app.stores.lease);
+    app.stores.lease.renewLease = (...args) => {
       renewWrites += 1;
       return renew(...args);
     };

@@ -92,8 +92,8 @@ describe('cancel raises a running job’s deadline by its settle window', () => 
     await jobs.insertOne(row);
     const renewedUntil = new Date((row.lockedUntil as Date).getTime() + 5_000);
     // The owner's renewal lands after the cancel read the row and before it wrote.
-    const repository = app.repository as unknown as { collection: Collection<JobDocument> };
-    const collection = repository.collection;
+    const store = app.stores.admin as unknown as { collection: Collection<JobDocument> };
+    const collection = store.collection;
     const findOneAndUpdate = collection.findOneAndUpdate.bind(collection);
     let renewed = false;
     collection.findOneAndUpdate = (async (...args: Parameters<typeof findOneAndUpdate>) => {

@@ -112,7 +112,7 @@ describe('claims are limited to the names this process runs', () => {
       [bare, []],
       [a, ['a']],
     ] as const) {
-      const take = jest.spyOn(app.repository, 'take');
+      const take = jest.spyOn(app.stores.claim, 'take');
       expect(await app.get(JobClaimService).claimNext([...excluded])).toBeNull();
       expect(take).not.toHaveBeenCalled();
     }

@@ -38,9 +38,9 @@ class BlockingHandlers {
 
 /** Delays every claim and reclaim round trip by `delayMs` and records how many overlap, and the order of events. */
 function instrumentTakes(app: JobsTestApp, delayMs: number) {
-  const take = app.repository.take.bind(app.repository);
+  const take = app.stores.claim.take.bind(app.stores.claim);
   const probe = { inFlight: 0, maxInFlight: 0, pending: 0, log: [] as string[] };
-  app.repository.take = async (source, ...args) => {
+  app.stores.claim.take = async (source, ...args) => {
     probe.inFlight += 1;
     probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
     if (source === 'pending') probe.pending += 1;
@@ -89,7 +89,7 @@ describe('several claims in flight', () => {
 
   it('never sends a claim for a name whose free capacity in-flight claims already hold', async () => {
     const app = await start({ concurrency: 30 });
-    const release = jest.spyOn(app.repository, 'release');
+    const release = jest.spyOn(app.stores.outcome, 'release');
     const probe = instrumentTakes(app, 20);
     // The unlimited jobs sort first: by the time the limited ones are next, several claims are in flight at once.
     await app.jobs.enqueueMany([
@@ -185,7 +185,7 @@ describe('concurrent claim steps in the claim service', () => {
     });
     await app.jobs.enqueueMany([{ name: 'block' }, { name: 'block' }]);
     const setAside = jest
-      .spyOn(app.repository, 'setAside')
+      .spyOn(app.stores.claim, 'setAside')
       .mockRejectedValue(new mongo.MongoServerError({ message: 'injected: refused to mark failed', code: 2 }));
     const claims = app.get(JobClaimService);
     const taken = await Promise.all([claims.claimNext(), claims.claimNext()]);

@@ -75,8 +75,8 @@ describe('cron handlers', () => {
     // Count every instance's insert attempts: both try each tick, the unique key lets one win.
     const attempts = { won: 0, lost: 0 };
     for (const app of [a, b]) {
-      const insert = app.repository.insert.bind(app.repository);
-      app.repository.insert = async (doc) => {
+      const insert = app.stores.enqueue.insert.bind(app.stores.enqueue);
+      app.stores.enqueue.insert = async (doc) => {
         const outcome = await insert(doc);
         if (doc.scheduleKey !== undefined) attempts[outcome.kind === 'inserted' ? 'won' : 'lost'] += 1;
         return outcome;
@@ -151,8 +151,8 @@ describe('cron handlers', () => {
     const [a, b] = [await start(dbName, 'a', [NightlyNewYork]), await start(dbName, 'b', [NightlyNewYork])];
     const inserts = { started: 0, settled: 0 };
     const countInserts = (app: JobsTestApp) => {
-      const insert = app.repository.insert.bind(app.repository);
-      app.repository.insert = (doc) => {
+      const insert = app.stores.enqueue.insert.bind(app.stores.enqueue);
+      app.stores.enqueue.insert = (doc) => {
         inserts.started += 1;
         return insert(doc).finally(() => {
           inserts.settled += 1;

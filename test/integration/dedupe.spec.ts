@@ -152,9 +152,9 @@ describe('dedupeKey', () => {
     await a.connection
       .collection('jobs')
       .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { status: 'completed' } });
-    const free = a.repository.freeStaleScope.bind(a.repository);
+    const free = a.stores.enqueue.freeStaleScope.bind(a.stores.enqueue);
     let frees = 0;
-    a.repository.freeStaleScope = async () => {
+    a.stores.enqueue.freeStaleScope = async () => {
       frees += 1;
     };
     try {
@@ -164,7 +164,7 @@ describe('dedupeKey', () => {
       expect(frees).toBe(5);
       expect(await a.connection.collection('jobs').countDocuments({ 'payload.lost': true })).toBe(0);
     } finally {
-      a.repository.freeStaleScope = free;
+      a.stores.enqueue.freeStaleScope = free;
     }
   });
 
@@ -174,8 +174,8 @@ describe('dedupeKey', () => {
     await a.connection
       .collection('jobs')
       .updateOne({ _id: new Types.ObjectId(job.id) }, { $set: { status: 'completed' } });
-    const free = a.repository.freeStaleScope.bind(a.repository);
-    a.repository.freeStaleScope = async () => {};
+    const free = a.stores.enqueue.freeStaleScope.bind(a.stores.enqueue);
+    a.stores.enqueue.freeStaleScope = async () => {};
     const enqueued: string[] = [];
     const subscription = a.jobs.events$.subscribe((event) => {
       if (event.type === 'enqueued') enqueued.push(event.jobId);
@@ -190,7 +190,7 @@ describe('dedupeKey', () => {
       const stored = await a.connection.collection('jobs').findOne({ 'payload.batch': 'stored-before-contention' });
       expect(enqueued).toEqual([stored?._id.toHexString()]);
     } finally {
-      a.repository.freeStaleScope = free;
+      a.stores.enqueue.freeStaleScope = free;
       subscription.unsubscribe();
     }
   });
@@ -290,11 +290,11 @@ describe('dedupeKey', () => {
     const [a] = producers;
     const job = await a.jobs.enqueue('sync', null, { dedupeKey: 'touched:1' });
     await a.jobs.cancel(job.id);
-    const { repository } = a;
-    const findById = repository.findById.bind(repository);
+    const readStore = a.stores.read;
+    const findById = readStore.findById.bind(readStore);
     let reads = 0;
     // Every read by retry is followed by an unrelated write to the row (as a dashboard's note or a migration would).
-    repository.findById = async (id) => {
+    readStore.findById = async (id) => {
       reads += 1;
       const row = await findById(id);
       await a.connection
@@ -306,7 +306,7 @@ describe('dedupeKey', () => {
       expect(await a.jobs.retry(job.id)).toMatchObject({ id: job.id, status: 'pending' });
       expect(reads).toBe(1);
     } finally {
-      repository.findById = findById;
+      readStore.findById = findById;
     }
   });
 
@@ -338,8 +338,8 @@ describe('dedupeKey', () => {
       let arrived = 0;
       const bothRead = deferred();
       for (const app of apps) {
-        const findById = app.repository.findById.bind(app.repository);
-        app.repository.findById = async (id) => {
+        const findById = app.stores.read.findById.bind(app.stores.read);
+        app.stores.read.findById = async (id) => {
           const row = await findById(id);
           arrived += 1;
           if (arrived === 2) bothRead.resolve();

@@ -88,15 +88,15 @@ describe('JobsService.drain', () => {
   });
 
   it('waits for a follow-up a handler enqueues without awaiting it, however late its insert lands', async () => {
-    // The child's insert is held back (in our repository, not in mongoose) until the parent's row is completed and
+    // The child's insert is held back (in our enqueue store, not in mongoose) until the parent's row is completed and
     // the drain has read an empty queue twice: only the enqueue still in flight in this process says it is not.
     const release = deferred();
-    const insert = app.repository.insert.bind(app.repository);
-    const held = jest.spyOn(app.repository, 'insert').mockImplementation(async (doc) => {
+    const insert = app.stores.enqueue.insert.bind(app.stores.enqueue);
+    const held = jest.spyOn(app.stores.enqueue, 'insert').mockImplementation(async (doc) => {
       if (doc.name === 'drain.child') await release.promise;
       return insert(doc);
     });
-    const reads = jest.spyOn(app.repository, 'countUnfinished');
+    const reads = jest.spyOn(app.stores.read, 'countUnfinished');
     try {
       const { id } = await app.jobs.enqueue('drain.fire-and-forget', {});
       let settled = false;

@@ -4,7 +4,7 @@ import { ModuleRef } from '@nestjs/core';
 import { filter, map, config as rxjsConfig } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobsHealthModule } from '../../lib/health';
-import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { JobClaimStore } from '../../lib/persistence/job-claim.store';
 // The sample's controller is exactly what a user writes: test that one rather than a copy.
 import { HealthController } from '../../sample/health.controller';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -63,8 +63,8 @@ describe('events and health', () => {
       const subscribe = () => app.jobs.events$.subscribe((event) => events.push(event));
       let subscription = subscribed === 'before the enqueue began' ? subscribe() : undefined;
       // The insert lands, but its acknowledgement reaches the enqueuer only after this process's worker ran the job.
-      const insert = app.repository.insert.bind(app.repository);
-      app.repository.insert = async (doc) => {
+      const insert = app.stores.enqueue.insert.bind(app.stores.enqueue);
+      app.stores.enqueue.insert = async (doc) => {
         const outcome = await insert(doc);
         subscription ??= subscribe();
         const id = outcome.kind === 'inserted' ? outcome.doc._id : undefined;
@@ -80,7 +80,7 @@ describe('events and health', () => {
         const mine = events.filter((e) => e.jobId === job.id).map((e) => e.type);
         expect(mine).toEqual(['enqueued', 'started', 'retrying', 'started', 'completed']);
       } finally {
-        app.repository.insert = insert;
+        app.stores.enqueue.insert = insert;
         subscription?.unsubscribe();
       }
     },
@@ -125,9 +125,9 @@ describe('events and health', () => {
 
   it('reports down while the poll loop is stalled, and up again once it moves', async () => {
     const stall = deferred();
-    const take = app.repository.take.bind(app.repository);
+    const take = app.stores.claim.take.bind(app.stores.claim);
     let stalled = false;
-    app.repository.take = async (source, ...args) => {
+    app.stores.claim.take = async (source, ...args) => {
       if (source === 'pending' && !stalled) {
         stalled = true;
         await stall.promise; // a poll that never finishes, as with a blocked loop
@@ -140,7 +140,7 @@ describe('events and health', () => {
     expect(down.reason).toContain('has not finished a poll within 150 ms');
     await expect(app.get(HealthController).check()).rejects.toMatchObject({ status: 503 });
     stall.resolve();
-    app.repository.take = take;
+    app.stores.claim.take = take;
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'up', 'status up again', 2_000);
   });
 });
@@ -164,9 +164,9 @@ describe('health of a worker that just booted', () => {
     class SlowFirstPoll implements OnModuleInit {
       constructor(private readonly moduleRef: ModuleRef) {}
       onModuleInit() {
-        const repository = this.moduleRef.get(JobsRepository, { strict: false });
-        const take = repository.take.bind(repository);
-        repository.take = async (...args) => {
+        const claims = this.moduleRef.get(JobClaimStore, { strict: false });
+        const take = claims.take.bind(claims);
+        claims.take = async (...args) => {
           await firstPoll.promise;
           return take(...args);
         };

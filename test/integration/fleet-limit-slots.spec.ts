@@ -96,14 +96,14 @@ describe('a fleet-wide slot is held until its holder’s lease ends', () => {
   it('beside limited names, a job enqueued while an empty claim is in flight is not skipped until the next poll', async () => {
     // Polls an hour apart: only the enqueue's wake-up can get the job picked up.
     const app = await startApp('slots_arrival_race', { pollIntervalMs: 3_600_000 });
-    const repository = app.repository;
-    const take = repository.take.bind(repository);
+    const claims = app.stores.claim;
+    const take = claims.take.bind(claims);
     const paused = deferred();
     const resume = deferred();
     let armed = true;
-    // Our own repository (not mongoose): the first claim of the unlimited names that finds nothing is held until a
+    // Our own claim store (not mongoose): the first claim of the unlimited names that finds nothing is held until a
     // job has been enqueued meanwhile, as a slow server would hold it.
-    repository.take = async (...args: Parameters<typeof take>) => {
+    claims.take = async (...args: Parameters<typeof take>) => {
       const row = await take(...args);
       if (armed && row === null && args[0] === 'pending' && args[4].names.includes('free')) {
         armed = false;

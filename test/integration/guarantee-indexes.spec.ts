@@ -182,8 +182,8 @@ describe('indexes the guarantees depend on', () => {
         .collection('jobs')
         .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
       // Another process drops it between this one's listing and its own drop.
-      const dropIndex = app.repository.dropIndex.bind(app.repository);
-      app.repository.dropIndex = async (name) => {
+      const dropIndex = app.stores.index.dropIndex.bind(app.stores.index);
+      app.stores.index.dropIndex = async (name) => {
         await client.db(dbName).collection('jobs').dropIndex(name);
         return dropIndex(name);
       };
@@ -206,8 +206,8 @@ describe('indexes the guarantees depend on', () => {
         .createIndex({ dedupeKey: 1 }, { name: 'dedupe', unique: true, sparse: true });
       // The Java test server ignores non-unique indexes; a real mongod refuses a second index on { dedupeKey: 1 }
       // under another name (IndexOptionsConflict, code 85), as it would beside a user's own index on the same key.
-      const create = app.repository.createDeclaredIndexes.bind(app.repository);
-      app.repository.createDeclaredIndexes = async () => {
+      const create = app.stores.index.createDeclaredIndexes.bind(app.stores.index);
+      app.stores.index.createDeclaredIndexes = async () => {
         const failures = await create();
         failures.set(
           'list_by_dedupe_key',

@@ -155,9 +155,9 @@ describe('lease heartbeat against the database', () => {
 
   it('does not call the handler when the claim came back after its own lease deadline', async () => {
     const app = await start(uniqueDatabaseName('hb_late_claim'), 'a', { leaseMs: 150 });
-    const take = app.repository.take.bind(app.repository);
+    const take = app.stores.claim.take.bind(app.stores.claim);
     let slowAnswers = 1;
-    app.repository.take = async (source, ...args) => {
+    app.stores.claim.take = async (source, ...args) => {
       const row = await take(source, ...args);
       if (source === 'pending' && row && slowAnswers-- > 0) await sleep(300); // the claim's answer arrives after lockedUntil
       return row;
@@ -172,11 +172,11 @@ describe('lease heartbeat against the database', () => {
 
   it('coalesces a burst of extendLockTime calls and moves the deadline', async () => {
     const app = await start(uniqueDatabaseName('hb_extend'), 'a', { leaseMs: 500 }); // extensions of ~1 s move the deadline
-    const renew = app.repository.renewLease.bind(app.repository);
+    const renew = app.stores.lease.renewLease.bind(app.stores.lease);
     let writes = 0;
     let inFlight = 0;
     let maxInFlight = 0;
-    app.repository.renewLease = async (...args) => {
+    app.stores.lease.renewLease = async (...args) => {
       writes += 1;
       inFlight += 1;
       maxInFlight = Math.max(maxInFlight, inFlight);

@@ -25,14 +25,15 @@ describe('an outcome write whose answer comes after the lease was lost', () => {
   afterAll(() => app.close());
 
   it('reports the job completed once the write that landed answers, not as left to be reclaimed', async () => {
-    const repository = app.repository;
-    const { complete, renewLease, renewLeases } = repository;
+    const { lease: leases, outcome: outcomes } = app.stores;
+    const { renewLease, renewLeases } = leases;
+    const { complete } = outcomes;
     // Renewals hang, so the lease runs out locally; the completion lands at once but its answer arrives late.
     const hang = () => new Promise<never>(() => undefined);
-    repository.renewLease = hang;
-    repository.renewLeases = hang;
-    repository.complete = async (...args) => {
-      const landed = await complete.apply(repository, args);
+    leases.renewLease = hang;
+    leases.renewLeases = hang;
+    outcomes.complete = async (...args) => {
+      const landed = await complete.apply(outcomes, args);
       await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
       return landed;
     };
@@ -46,7 +47,8 @@ describe('an outcome write whose answer comes after the lease was lost', () => {
       expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
     } finally {
       subscription.unsubscribe();
-      Object.assign(repository, { complete, renewLease, renewLeases });
+      Object.assign(leases, { renewLease, renewLeases });
+      Object.assign(outcomes, { complete });
     }
   });
 });

@@ -86,7 +86,7 @@ describe('rows the server refuses to claim', () => {
 
   it('skips a poison row it cannot mark failed either, and keeps running the rest', async () => {
     const setAside = jest
-      .spyOn(app.repository, 'setAside')
+      .spyOn(app.stores.claim, 'setAside')
       .mockRejectedValue(new mongo.MongoServerError({ message: 'injected: refused to mark failed', code: 2 }));
     const poison = await insertRaw('poison-stuck', { fencingToken: 'x' });
     const first = await app.jobs.enqueue('tick', { label: 'after-stuck-1' });
@@ -102,7 +102,7 @@ describe('rows the server refuses to claim', () => {
 
   it('reports down with the error while claims keep failing, and up once they succeed again', async () => {
     expect((await app.jobs.workerStatus()).status).toBe('up');
-    const take = jest.spyOn(app.repository, 'take').mockRejectedValue(new Error('injected: claims fail'));
+    const take = jest.spyOn(app.stores.claim, 'take').mockRejectedValue(new Error('injected: claims fail'));
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'down', 'status down', 2_000);
     const down = await app.jobs.workerStatus();
     expect(down.reason).toContain('injected: claims fail');
@@ -124,7 +124,7 @@ function refuseClaimWrites(
   code: number,
   { times = Number.POSITIVE_INFINITY, only }: { times?: number; only?: 'claims' } = {},
 ): () => void {
-  const collection = (app.repository as unknown as { collection: { findOneAndUpdate: FindOneAndUpdate } }).collection;
+  const collection = (app.stores.claim as unknown as { collection: { findOneAndUpdate: FindOneAndUpdate } }).collection;
   const original = collection.findOneAndUpdate;
   let left = times;
   collection.findOneAndUpdate = function (this: unknown, filter, update, options) {
@@ -281,7 +281,7 @@ describe('claim service and runNow on refused rows (no poll loop)', () => {
   it('does not remember a row whose mark-failed write failed for a non-refusal: it is probed again next time', async () => {
     const poison = await insertPoison('mark-failed-network');
     const setAside = jest
-      .spyOn(app.repository, 'setAside')
+      .spyOn(app.stores.claim, 'setAside')
       .mockRejectedValueOnce(new mongo.MongoNetworkError('injected: connection reset'));
     await expect(app.get(JobClaimService).claimNext()).rejects.toThrow('injected: connection reset');
     expect(await app.get(JobClaimService).claimNext()).toBeNull();

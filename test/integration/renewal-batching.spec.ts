@@ -76,7 +76,7 @@ describe('batched lease renewals on a real wire server', () => {
     client = await connectTestClient({ maxPoolSize: 2 });
     ({ app, commands } = await monitoredApp(dbName));
     jobs = client.db(dbName).collection('jobs');
-    batcher = new RenewalBatcher(app.repository, now);
+    batcher = new RenewalBatcher(app.stores.lease, now);
   });
   afterAll(async () => {
     await app.close();
@@ -198,7 +198,7 @@ describe('batched lease renewals when the connection drops', () => {
         client.db(dbName).collection('jobs'),
         [0, 1, 2, 3, 4].map((i) => ({ lockId: `w#${i}`, lockedUntil })),
       );
-      const batcher = new RenewalBatcher(app.repository, now);
+      const batcher = new RenewalBatcher(app.stores.lease, now);
       commands.length = 0;
       proxy.setDelay(BLACK_HOLE_MS);
       const requested = new Date(now().getTime() + 30_000);

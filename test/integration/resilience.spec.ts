@@ -30,10 +30,10 @@ describe('poll loop under injected database errors', () => {
     waitFor(async () => (await app.jobs.findById(id))?.status === 'completed', `job ${id} completed`);
 
   it('keeps polling after claim errors', async () => {
-    const take = app.repository.take.bind(app.repository);
+    const take = app.stores.claim.take.bind(app.stores.claim);
     const failures = [new Error('injected claim failure'), new Error('again')];
     let claims = 0;
-    const spy = jest.spyOn(app.repository, 'take').mockImplementation((source, ...args) => {
+    const spy = jest.spyOn(app.stores.claim, 'take').mockImplementation((source, ...args) => {
       if (source !== 'pending') return take(source, ...args);
       claims += 1;
       const failure = failures.shift();
@@ -46,7 +46,7 @@ describe('poll loop under injected database errors', () => {
   });
 
   it('retries a finalize write that failed once: the job completes without a lost attempt', async () => {
-    const complete = jest.spyOn(app.repository, 'complete');
+    const complete = jest.spyOn(app.stores.outcome, 'complete');
     complete.mockRejectedValueOnce(new Error('injected transient finalize failure'));
     const before = ran;
     const job = await app.jobs.enqueue('tick');
@@ -58,11 +58,11 @@ describe('poll loop under injected database errors', () => {
   });
 
   it('keeps running after a finalize that keeps failing; the unfinalized job is reclaimed when its lease runs out', async () => {
-    const realComplete = app.repository.complete.bind(app.repository);
+    const realComplete = app.stores.outcome.complete.bind(app.stores.outcome);
     // Every completion write of the first job's first execution fails, retries included.
     let firstId: string | undefined;
     let doomedLock: string | undefined;
-    const complete = jest.spyOn(app.repository, 'complete').mockImplementation(async (id, lockId, at) => {
+    const complete = jest.spyOn(app.stores.outcome, 'complete').mockImplementation(async (id, lockId, at) => {
       if (id.toHexString() === firstId) {
         doomedLock ??= lockId;
         if (lockId === doomedLock) throw new Error('injected finalize failure');

@@ -145,8 +145,8 @@ describe('JobsService.runNow', () => {
     });
     try {
       const job = await shortLease.jobs.enqueue('now', {});
-      const takeById = shortLease.repository.takeById.bind(shortLease.repository);
-      shortLease.repository.takeById = async (source, ...args) => {
+      const takeById = shortLease.stores.claim.takeById.bind(shortLease.stores.claim);
+      shortLease.stores.claim.takeById = async (source, ...args) => {
         const claimed = await takeById(source, ...args);
         if (source === 'pending') await new Promise((resolve) => setTimeout(resolve, 300)); // the answer arrives after lockedUntil
         return claimed;

@@ -148,9 +148,9 @@ describe('graceful shutdown', () => {
   it('releases a claim that was in flight when shutdown began instead of stranding it in running', async () => {
     const app = await boot({ shutdownGraceMs: 100 });
     const gate = deferred();
-    const take = app.repository.take.bind(app.repository);
+    const take = app.stores.claim.take.bind(app.stores.claim);
     let held = false;
-    app.repository.take = async (source, ...args) => {
+    app.stores.claim.take = async (source, ...args) => {
       if (source === 'pending' && !held) {
         held = true;
         await gate.promise; // the claim is issued only after shutdown has begun
@@ -244,7 +244,7 @@ describe('graceful shutdown while the database stops answering', () => {
     await waitFor(() => seen.some((s) => s.jobId === job.id), 'the handler to start');
     const outage = deferred();
     const claims = holdCalls(worker.get(JobClaimService), 'claimNext', outage.promise);
-    const sweeps = holdCalls(worker.repository, 'deleteExpired', outage.promise);
+    const sweeps = holdCalls(worker.stores.retention, 'deleteExpired', outage.promise);
     await waitFor(() => claims.waiting > 0 && sweeps.waiting > 0, 'the next claim and the next sweep');
     through.blackhole();
     outage.resolve(); // both are sent into the outage: they never get an answer

@@ -239,7 +239,7 @@ describe('OpenTelemetry gauges after the module closed', () => {
         dbName: uniqueDatabaseName('telemetry_closed'),
         options: { worker: false, telemetry: { metricsIntervalMs: 1 } },
       });
-      const reads = jest.spyOn(app.repository, 'countByNameAndStatus');
+      const reads = jest.spyOn(app.stores.read, 'countByNameAndStatus');
       await sdk.collect();
       expect(reads).toHaveBeenCalledTimes(1);
       await app.close();

@@ -163,7 +163,7 @@ describe('OpenTelemetry traces and metrics (producer app A, worker app B, one co
 
   it('reports counters, the duration and wait histograms, and pending/running gauges per name', async () => {
     await producer.jobs.enqueue('later', {}, { delayMs: 3_600_000 });
-    const reads = jest.spyOn(consumer.repository, 'countByNameAndStatus');
+    const reads = jest.spyOn(consumer.stores.read, 'countByNameAndStatus');
     const metrics = await sdk.collect();
     const flaky = { 'messaging.destination.name': 'flaky' };
     expect(sumOf(metrics.get('messaging.client.sent.messages'), flaky)).toBe(1);

@@ -52,9 +52,9 @@ describe('several workers on one database', () => {
 
   it('searches for expired leases about once per poll interval while busy, not once per job', async () => {
     const app = await start(uniqueDatabaseName('reclaim_rate'), 'busy', { pollIntervalMs: 1000, concurrency: 16 });
-    const take = app.repository.take.bind(app.repository);
+    const take = app.stores.claim.take.bind(app.stores.claim);
     let searches = 0;
-    app.repository.take = (source, ...args) => {
+    app.stores.claim.take = (source, ...args) => {
       if (source === 'running') searches += 1;
       return take(source, ...args);
     };
@@ -131,17 +131,19 @@ describe('several workers on one database', () => {
     expect(second?.doc.fencingToken).toBe(2);
     const before = await app.jobs.findById(job.id);
     const at = new Date();
-    expect(await app.repository.complete(first.doc._id, first.lockId, at)).toBe(false);
+    expect(await app.stores.outcome.complete(first.doc._id, first.lockId, at)).toBe(false);
     expect(
-      await app.repository.recordFailure(
+      await app.stores.outcome.recordFailure(
         first.doc._id,
         first.lockId,
         { at, error: 'late', errorClass: 'Error' },
         { status: 'dead' },
       ),
     ).toBe(false);
-    expect(await app.repository.release(first.doc._id, first.lockId, at)).toBe(false);
-    expect(await app.repository.renewLease(first.doc._id, first.lockId, new Date(Date.now() + 60_000), at)).toBeNull();
+    expect(await app.stores.outcome.release(first.doc._id, first.lockId, at)).toBe(false);
+    expect(
+      await app.stores.lease.renewLease(first.doc._id, first.lockId, new Date(Date.now() + 60_000), at),
+    ).toBeNull();
     const after = await app.jobs.findById(job.id);
     expect(after).toEqual(before);
     expect(after).toMatchObject({ status: 'running', lockedBy: second?.lockId, attemptCount: 1 });
@@ -156,7 +158,7 @@ describe('several workers on one database', () => {
     await app.connection.collection('jobs').updateOne({ _id: claim.doc._id }, { $set: { lockedUntil: deadline } });
     // The beat that fell on the deadline: the lease sent it while live; only a reclaim (a new lock) may refuse it.
     const requested = new Date(Date.now() + 60_000);
-    expect(await app.repository.renewLease(claim.doc._id, claim.lockId, requested, new Date())).toEqual(requested);
+    expect(await app.stores.lease.renewLease(claim.doc._id, claim.lockId, requested, new Date())).toEqual(requested);
     expect((await app.jobs.findById(job.id))?.lockedUntil).toEqual(requested);
   });
 });

@@ -3,16 +3,36 @@ import { getConnectionToken, MongooseModule, type MongooseModuleOptions } from '
 import { Test, type TestingModule } from '@nestjs/testing';
 import mongoose, { type Connection } from 'mongoose';
 import { JobsModule, type JobsModuleOptions, JobsService } from '../../lib';
-import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { JobAdminStore } from '../../lib/persistence/job-admin.store';
+import { JobClaimStore } from '../../lib/persistence/job-claim.store';
+import { JobEnqueueStore } from '../../lib/persistence/job-enqueue.store';
+import { JobIndexStore } from '../../lib/persistence/job-index.store';
+import { JobLeaseStore } from '../../lib/persistence/job-lease.store';
+import { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
+import { JobReadStore } from '../../lib/persistence/job-read.store';
+import { JobRetentionStore } from '../../lib/persistence/job-retention.store';
 import { testMongoUri } from './test-database';
 
 export interface JobsTestApp {
   module: TestingModule;
   jobs: JobsService;
-  repository: JobsRepository;
+  /** The app's own store instances: tests wrap a method of one to hold or fail the writes of one step. */
+  stores: JobStores;
   connection: Connection;
   get<T>(type: Type<T>): T;
   close(): Promise<void>;
+}
+
+/** The jobs collection's stores, one per step of a job's flow. */
+export interface JobStores {
+  index: JobIndexStore;
+  enqueue: JobEnqueueStore;
+  claim: JobClaimStore;
+  lease: JobLeaseStore;
+  outcome: JobOutcomeStore;
+  admin: JobAdminStore;
+  retention: JobRetentionStore;
+  read: JobReadStore;
 }
 
 export interface JobsTestAppOptions {
@@ -60,7 +80,16 @@ async function bootJobsTestApp(setup: JobsTestAppOptions): Promise<JobsTestApp> 
   return {
     module,
     jobs: module.get(JobsService),
-    repository: module.get(JobsRepository),
+    stores: {
+      index: module.get(JobIndexStore),
+      enqueue: module.get(JobEnqueueStore),
+      claim: module.get(JobClaimStore),
+      lease: module.get(JobLeaseStore),
+      outcome: module.get(JobOutcomeStore),
+      admin: module.get(JobAdminStore),
+      retention: module.get(JobRetentionStore),
+      read: module.get(JobReadStore),
+    },
     connection: module.get<Connection>(getConnectionToken()),
     get: (type) => module.get(type),
     close: () => module.close(),

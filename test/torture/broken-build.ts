@@ -22,19 +22,20 @@ const PATCHES: Record<Breakage, Patch[]> = {
   // purge() also deletes the running rows of the names it purges, whatever its finishedBefore says.
   'purge-deletes-running': [
     {
-      file: 'persistence/jobs.repository.js',
+      file: 'persistence/job-admin.store.js',
       from: 'status: filter.status,',
       to: "status: { $in: [filter.status, 'running'] },",
     },
     {
-      file: 'persistence/jobs.repository.js',
+      file: 'persistence/job-admin.store.js',
       from: '...(filter.finishedBefore !== undefined && { finishedAt: { $lt: filter.finishedBefore } }),',
       to: '',
     },
     {
       // Issue 25's guard (a row is deleted only once its lockedUntil has passed) would keep live running rows too.
-      file: 'persistence/jobs.repository.js',
-      from: '...settledBy(now),\n',
+      // The CommonJS build calls the imported `settledBy` as `(0, <module>.settledBy)(now)`.
+      file: 'persistence/job-admin.store.js',
+      from: '...(0, bounded_delete_js_1.settledBy)(now),\n',
       to: '',
     },
   ],

@@ -7,7 +7,7 @@ import { JobExecution } from '../../lib/execution/job-execution';
 import { JobFinalizer } from '../../lib/execution/job-finalizer.service';
 import { Lease } from '../../lib/lease/lease';
 import type { JobDocument } from '../../lib/persistence/job.schema';
-import type { JobsRepository } from '../../lib/persistence/jobs.repository';
+import type { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
 import type { JobRetention } from '../../lib/retention/job-retention.service';
 import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
 import { deferred } from '../support/jobs-app';
@@ -38,14 +38,14 @@ function setup() {
   const execution = new JobExecution({ doc, lockId: 'lock-1' }, handler, doc._id.toHexString(), lease);
   const write = deferred<boolean>();
   const writeSent = deferred();
-  const repository = {
+  const outcomes = {
     complete: () => {
       writeSent.resolve();
       return write.promise;
     },
-  } as unknown as JobsRepository;
+  } as unknown as JobOutcomeStore;
   const retention = { expiresAt: () => undefined } as unknown as JobRetention;
-  const finalizer = new JobFinalizer(repository, new JobEvents(), retention);
+  const finalizer = new JobFinalizer(outcomes, new JobEvents(), retention);
   return { execution, finalizer, write, writeSent };
 }
 

@@ -3,10 +3,10 @@ import type { JobClaimService } from '../../lib/claim/job-claim.service';
 import { DrainTimeoutError } from '../../lib/errors/drain-timeout.error';
 import { JobEvents } from '../../lib/events/job-events';
 import type { ResolvedJobsOptions } from '../../lib/jobs.options';
-import type { JobsRepository } from '../../lib/persistence/jobs.repository';
+import type { JobReadStore } from '../../lib/persistence/job-read.store';
 import { JobsDrainer } from '../../lib/waiting/jobs-drainer';
 
-type Group = Awaited<ReturnType<JobsRepository['countUnfinished']>>[number];
+type Group = Awaited<ReturnType<JobReadStore['countUnfinished']>>[number];
 
 const retrying: Group = { _id: { name: 'a', status: 'pending' }, count: 1, firstId: 'x', expiredLeases: 0 };
 
@@ -15,7 +15,7 @@ function drainerReading(answers: Group[][]): { drainer: JobsDrainer; reads: () =
   let count = 0;
   const repository = {
     countUnfinished: async () => answers[Math.min(count++, answers.length - 1)],
-  } as unknown as JobsRepository;
+  } as unknown as JobReadStore;
   const claims = { runNames: () => ['a'] } as unknown as JobClaimService;
   const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
   return { drainer: new JobsDrainer(repository, new JobEvents(), claims, options), reads: () => count };
@@ -38,7 +38,7 @@ describe('JobsDrainer reads', () => {
 
   it('gives up with the read error as its cause when the collection cannot be read', async () => {
     const outage = new Error('connection refused');
-    const repository = { countUnfinished: async () => Promise.reject(outage) } as unknown as JobsRepository;
+    const repository = { countUnfinished: async () => Promise.reject(outage) } as unknown as JobReadStore;
     const claims = { runNames: () => ['a'] } as unknown as JobClaimService;
     const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
     const drainer = new JobsDrainer(repository, new JobEvents(), claims, options);

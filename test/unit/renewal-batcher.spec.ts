@@ -6,7 +6,7 @@ import type {
   LeaseRenewal,
   LeaseRenewalStore,
   LeaseRenewalsResult,
-} from '../../lib/persistence/jobs.repository';
+} from '../../lib/persistence/job-lease.store';
 
 const T0 = Date.UTC(2030, 0, 1);
 const at = (ms: number) => new Date(T0 + ms);

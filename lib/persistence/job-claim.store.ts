@@ -1,0 +1,174 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Model, mongo, Types } from 'mongoose';
+import { JOBS_MODEL } from '../jobs.constants.js';
+import {
+  type ByIdScope,
+  byIdScopeFilter,
+  CLAIM_SOURCES,
+  type ClaimScope,
+  type ClaimSource,
+  escapeRegex,
+  SLOT_HOLDER_FIELDS,
+  type SlotClaim,
+  type SlotField,
+  type SlotHolder,
+  scopeFilter,
+  withSlots,
+} from './claim-queries.js';
+import { type ClaimRefusal, refusalAsOutcome } from './claim-refusal.js';
+import { failedUpdate } from './finishing-updates.js';
+import type { JobDocument } from './job.schema.js';
+import { jobsCollection } from './jobs-collection.js';
+import { LOCK_FIELDS } from './row-fields.js';
+
+/** Moves rows into `running` for a worker: claim steps, fleet-limit slots, refused rows, claims in doubt. */
+@Injectable()
+export class JobClaimStore {
+  private readonly collection: mongo.Collection<JobDocument>;
+
+  constructor(@Inject(JOBS_MODEL) model: Model<JobDocument>) {
+    this.collection = jobsCollection(model);
+  }
+
+  /**
+   * One claim step: takes the first row of `source` in scope (`pending`: due, by priority desc, runAt asc, _id asc;
+   * `running`: lease run out, oldest deadline first, counting the lost attempt) for `lockId` until `lockedUntil`.
+   * Resolves the row taken, null when none was there, or a `ClaimRefusal` when the server refused to update the row
+   * it matched.
+   */
+  take(
+    source: ClaimSource,
+    now: Date,
+    lockId: string,
+    lockedUntil: Date,
+    scope: ClaimScope,
+    slots?: SlotClaim,
+  ): Promise<JobDocument | ClaimRefusal | null> {
+    const query = CLAIM_SOURCES[source];
+    return refusalAsOutcome(() =>
+      this.collection.findOneAndUpdate(
+        { ...query.filter(now), ...scopeFilter(scope) },
+        withSlots(query.update(now, lockId, lockedUntil), slots),
+        { sort: query.sort, returnDocument: 'after' },
+      ),
+    );
+  }
+
+  /** The row (id, name) `take` would take next, read without writing: finds a row the server refuses. */
+  peek(source: ClaimSource, now: Date, scope: ClaimScope): Promise<Pick<JobDocument, '_id' | 'name'> | null> {
+    const query = CLAIM_SOURCES[source];
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'name'>>(
+      { ...query.filter(now), ...scopeFilter(scope) },
+      { sort: query.sort, projection: { _id: 1, name: 1 } },
+    );
+  }
+
+  /** `take` for exactly this row, if it is in `source` as `take` would find it and is in `scope`; same outcomes. */
+  takeById(
+    source: ClaimSource,
+    id: Types.ObjectId,
+    now: Date,
+    lockId: string,
+    lockedUntil: Date,
+    scope: ByIdScope,
+    slots?: SlotClaim,
+  ): Promise<JobDocument | ClaimRefusal | null> {
+    const query = CLAIM_SOURCES[source];
+    return refusalAsOutcome(() =>
+      this.collection.findOneAndUpdate(
+        { _id: id, ...query.filter(now), ...byIdScopeFilter(scope) },
+        withSlots(query.update(now, lockId, lockedUntil), slots),
+        { returnDocument: 'after' },
+      ),
+    );
+  }
+
+  /**
+   * The first row of `name` in `source` as `take` would find it, except rows of the `fullGroups` (a limited name's
+   * claim learns the row's group before it picks the group slot to take with it).
+   */
+  peekOutsideGroups(
+    source: ClaimSource,
+    now: Date,
+    name: string,
+    fullGroups: readonly string[],
+    scope: Pick<ClaimScope, 'skipIds' | 'skipLocks'>,
+  ): Promise<Pick<JobDocument, '_id' | 'group'> | null> {
+    const query = CLAIM_SOURCES[source];
+    return this.collection.findOne<Pick<JobDocument, '_id' | 'group'>>(
+      {
+        ...query.filter(now),
+        ...scopeFilter({ names: [name], ...scope }),
+        ...(fullGroups.length > 0 ? { group: { $nin: [...fullGroups] } } : {}),
+      },
+      { sort: query.sort, projection: { _id: 1, group: 1 } },
+    );
+  }
+
+  /**
+   * The rows holding a slot of a name (keys starting with its `slotPrefix`) in the given fields. Each field's branch is
+   * an anchored prefix, so a range scan of its unique index bounded by the slots held, whatever the limit.
+   */
+  findSlotHolders(prefix: string, fields: readonly SlotField[]): Promise<SlotHolder[]> {
+    const pattern = `^${escapeRegex(prefix)}`;
+    const branches = fields.map((field): mongo.Filter<JobDocument> => ({ [field]: { $regex: pattern } }));
+    if (branches.length === 0) return Promise.resolve([]);
+    return this.collection
+      .find<SlotHolder>(branches.length === 1 ? branches[0] : { $or: branches }, { projection: SLOT_HOLDER_FIELDS })
+      .toArray();
+  }
+
+  /**
+   * Frees slots whose holder has left `running` and whose last lease has run out (a row cancelled while running
+   * keeps its slots until its old `lockedUntil`). A running holder is never freed here: its lease is renewed, or it
+   * is reclaimed with its slots when it runs out.
+   */
+  async freeEndedSlots(field: SlotField, keys: readonly string[], now: Date): Promise<void> {
+    if (keys.length === 0) return;
+    await this.collection.updateMany(
+      { [field]: { $in: [...keys] }, status: { $ne: 'running' }, lockedUntil: { $not: { $gt: now } } },
+      { $unset: { [field]: '' } },
+    );
+  }
+
+  /**
+   * Moves a row the server refuses to take from `source` to `failed`, with only `$set`/`$unset` of top-level fields:
+   * the update that failed was an `$inc`/`$push` on a malformed field. False when the row no longer matches the
+   * search that found it.
+   */
+  async setAside(
+    id: Types.ObjectId,
+    source: ClaimSource,
+    reason: string,
+    now: Date,
+    expiresAt?: Date,
+  ): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { _id: id, ...CLAIM_SOURCES[source].filter(now) },
+      failedUpdate(reason, now, expiresAt),
+    );
+    return result.matchedCount === 1;
+  }
+
+  /**
+   * The row a claim for `lockId` took, if it landed and nothing changed the row since: a claim in doubt (its answer
+   * was lost) read back. `lockedUntil` is the deadline that claim wrote, so the read is a point lookup on the reclaim
+   * index (`status`, `lockedUntil`); nobody renews a lease its owner does not know it holds.
+   */
+  findClaimedBy(lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
+    return this.collection.findOne({ status: 'running', lockedUntil, lockedBy: lockId });
+  }
+
+  /**
+   * Gives back, untouched, the row a claim in doubt took if it is still under that claim's lock (same filter as
+   * `findClaimedBy`): pending again, no attempt counted. Safe after the lease ran out: a reclaim writes another lock id,
+   * so at most one of the two matches. Whether a row was handed back.
+   */
+  async handBackClaimed(lockId: string, lockedUntil: Date, now: Date): Promise<boolean> {
+    const result = await this.collection.updateOne(
+      { status: 'running', lockedUntil, lockedBy: lockId },
+      { $set: { status: 'pending', runAt: now, updatedAt: now, finishedBy: lockId }, $unset: LOCK_FIELDS },
+    );
+    return result.matchedCount === 1;
+  }
+}

@@ -1,0 +1,153 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { type Model, mongo, type Types } from 'mongoose';
+import { JOBS_MODEL } from '../jobs.constants.js';
+import type { JobDocument } from './job.schema.js';
+import type { JobProgress } from './job.types.js';
+import { jobsCollection } from './jobs-collection.js';
+import { owned } from './owner-fence.js';
+import { USER_VALUE_OPTIONS } from './row-fields.js';
+
+/** The running row's lease: owner-fenced renewals (one or a batch), who holds a lease now, and giving one back. */
+@Injectable()
+export class JobLeaseStore {
+  private readonly collection: mongo.Collection<JobDocument>;
+
+  constructor(@Inject(JOBS_MODEL) model: Model<JobDocument>) {
+    this.collection = jobsCollection(model);
+  }
+
+  /**
+   * Owner-fenced lease renewal: the deadline only ever moves forward; sets `progress` too when one is given, and
+   * `leaseMs` (the lease the owner runs under) when given. Resolves the row's deadline after the write, or null when
+   * this lock no longer owns the row.
+   */
+  async renewLease(
+    id: Types.ObjectId,
+    lockId: string,
+    requestedUntil: Date,
+    now: Date,
+    progress?: JobProgress,
+    leaseMs?: number,
+  ): Promise<Date | null> {
+    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil, progress, leaseMs }, now);
+    const row = await this.collection.findOneAndUpdate(filter, update, {
+      ...USER_VALUE_OPTIONS,
+      returnDocument: 'after',
+      projection: { lockedUntil: 1 },
+    });
+    return row?.lockedUntil ?? null;
+  }
+
+  /**
+   * Owner-fenced renewals of many leases in one unordered `bulkWrite`, each op exactly `renewLease`'s filter and update.
+   * The server answers only how many rows matched in total; `refused` holds the ops (by index) whose own write the
+   * server refused (e.g. a unique index), each as a `MongoServerError` like `renewLease` would have rejected with.
+   * Rejects with the driver's original error when the command as a whole failed (network, timeout, write concern).
+   */
+  async renewLeases(renewals: readonly LeaseRenewal[], now: Date): Promise<LeaseRenewalsResult> {
+    const ops = renewals.map(
+      (renewal): mongo.AnyBulkWriteOperation<JobDocument> => ({ updateOne: leaseRenewal(renewal, now) }),
+    );
+    try {
+      const result = await this.collection.bulkWrite(ops, { ...USER_VALUE_OPTIONS, ordered: false });
+      return { matched: result.matchedCount, refused: new Map() };
+    } catch (error) {
+      const refused = refusedWrites(error);
+      if (!refused) throw commandError(error);
+      return { matched: (error as mongo.MongoBulkWriteError).result.matchedCount, refused };
+    }
+  }
+
+  /**
+   * Who holds these leases now, and which run last ended each row: the follow-up read when fewer renewals matched
+   * than were sent.
+   */
+  readLeaseOwners(ids: readonly Types.ObjectId[]): Promise<LeaseOwner[]> {
+    return this.collection.find<LeaseOwner>({ _id: { $in: [...ids] } }, { projection: LEASE_OWNER_FIELDS }).toArray();
+  }
+
+  /** Moves a lease this lock holds back to `until` (a renewal that landed after its watchdog ended the lease). */
+  async relinquishLease(id: Types.ObjectId, lockId: string, until: Date): Promise<void> {
+    await this.collection.updateOne(owned(id, lockId), { $min: { lockedUntil: until } });
+  }
+}
+
+/**
+ * The owner-fenced renewal write: the deadline only ever moves forward. The lock id proves ownership (a reclaim writes
+ * a new one, with a new fencing token), so the fence has no deadline check: the lease never sends a renewal past its
+ * own deadline, and one that left before it but reaches the server after it still renews a row nobody took over (a
+ * check by the writer's clock at send time refused the beat that fell on the deadline). One that lands after the
+ * watchdog ended the lease is handed back (`relinquishLease`).
+ */
+function leaseRenewal(
+  { id, lockId, requestedUntil, progress, leaseMs }: LeaseRenewal,
+  now: Date,
+): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
+  return {
+    filter: owned(id, lockId),
+    update: {
+      $max: { lockedUntil: requestedUntil },
+      $set: {
+        updatedAt: now,
+        ...(progress !== undefined && { progress }),
+        ...(leaseMs !== undefined && { leaseMs }),
+      },
+    },
+  };
+}
+
+/** One lease renewal of a `renewLeases` command. */
+export interface LeaseRenewal {
+  id: Types.ObjectId;
+  lockId: string;
+  requestedUntil: Date;
+  /** The handler's latest progress, written by the same owner-fenced update (none: progress is left as it is). */
+  progress?: JobProgress;
+  /** The lease the owner runs under, recorded on the row (what a cancel raises `lockedUntil` by). */
+  leaseMs?: number;
+}
+
+/** What a `renewLeases` command did: rows matched in total, and the ops the server refused, by index. */
+export interface LeaseRenewalsResult {
+  matched: number;
+  /** The refused ops by index, each a `MongoServerError` as a single write's refusal. */
+  refused: Map<number, Error>;
+}
+
+/** The lease fields of a row, as `readLeaseOwners` reads them. */
+export type LeaseOwner = Pick<JobDocument, '_id' | 'lockedBy' | 'status' | 'lockedUntil' | 'finishedBy'>;
+const LEASE_OWNER_FIELDS = { lockedBy: 1, status: 1, lockedUntil: 1, finishedBy: 1 } as const;
+
+/** The lease store methods a renewal uses (a narrow port, so the batcher's unit tests need no database). */
+export type LeaseRenewalStore = Pick<JobLeaseStore, 'renewLease' | 'renewLeases' | 'readLeaseOwners'>;
+
+/**
+ * The per-op write errors of a bulk write that failed only op by op, each as the `MongoServerError` a single-document
+ * write would have rejected with; undefined when the command itself failed (no write errors, or a write concern
+ * error, which says nothing about which op it hit).
+ */
+function refusedWrites(error: unknown): Map<number, mongo.MongoServerError> | undefined {
+  if (!(error instanceof mongo.MongoBulkWriteError) || error.writeConcernError) return undefined;
+  const writeErrors = [error.writeErrors].flat();
+  if (writeErrors.length === 0) return undefined;
+  return new Map(
+    writeErrors.map((writeError) => [
+      writeError.index,
+      new mongo.MongoServerError({
+        message: writeError.errmsg ?? 'write refused',
+        code: writeError.code,
+        errInfo: writeError.errInfo,
+      }),
+    ]),
+  );
+}
+
+/**
+ * The error a failed bulk command rejects with as a single write would have: the driver wraps a network or timeout
+ * error of `bulkWrite` in a `MongoBulkWriteError` (keeping the original as its `errorResponse`); unwrapped, a batched
+ * renewal fails with the same `MongoNetworkError` as `renewLease`.
+ */
+function commandError(error: unknown): unknown {
+  if (!(error instanceof mongo.MongoBulkWriteError) || [error.writeErrors].flat().length > 0) return error;
+  return error.errorResponse instanceof Error ? error.errorResponse : error;
+}

@@ -1,0 +1,134 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { Model, mongo, Types } from 'mongoose';
+import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
+import { expiry, failedUpdate } from './finishing-updates.js';
+import type { JobDocument } from './job.schema.js';
+import type { JobAttempt, JobProgress } from './job.types.js';
+import { jobsCollection } from './jobs-collection.js';
+import { updateOwned } from './owner-fence.js';
+import { LOCK_FIELDS, RELEASED_FIELDS, USER_VALUE_OPTIONS } from './row-fields.js';
+
+/** The owner-fenced writes that end a run: completed, failed attempt, dead, failed as stored, released. */
+@Injectable()
+export class JobOutcomeStore {
+  private readonly collection: mongo.Collection<JobDocument>;
+
+  constructor(@Inject(JOBS_MODEL) model: Model<JobDocument>) {
+    this.collection = jobsCollection(model);
+  }
+
+  /**
+   * Whether the run of `lockId` ended this row: its finishing write landed (see `finishedBy`), whatever its answer
+   * said. Read after a finishing write whose answer was lost, before it counts as not this worker's any more.
+   */
+  async finishedBy(id: Types.ObjectId, lockId: string): Promise<boolean> {
+    return (await this.collection.countDocuments({ _id: id, finishedBy: lockId }, { limit: 1 })) === 1;
+  }
+
+  /**
+   * Marks the job completed with the handler's result (none when `undefined`) and the progress this attempt set last
+   * (none when it set none), in the one owner-fenced write: nothing is written unless all of it is. `expiresAt` (here
+   * and in every write that finishes a job): its retention's stamp, none when it is kept.
+   */
+  complete(
+    id: Types.ObjectId,
+    lockId: string,
+    now: Date,
+    { result, progress, expiresAt }: { result?: unknown; progress?: JobProgress; expiresAt?: Date } = {},
+  ): Promise<boolean> {
+    return updateOwned(
+      this.collection,
+      id,
+      lockId,
+      {
+        $set: {
+          status: 'completed',
+          finishedBy: lockId,
+          finishedAt: now,
+          updatedAt: now,
+          ...(result === undefined ? {} : { result }),
+          ...(progress === undefined ? {} : { progress }),
+          ...expiry(expiresAt),
+        },
+        // No progress from this attempt: an earlier attempt's value must not pass for this one's.
+        $unset: { ...RELEASED_FIELDS, lastError: '', ...(progress === undefined ? { progress: '' } : {}) },
+      },
+      USER_VALUE_OPTIONS,
+    );
+  }
+
+  /** Records a failed attempt, then either schedules the retry or dead-letters the job. */
+  recordFailure(
+    id: Types.ObjectId,
+    lockId: string,
+    attempt: JobAttempt,
+    next: { status: 'pending'; runAt: Date } | { status: 'dead'; expiresAt?: Date },
+  ): Promise<boolean> {
+    const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } };
+    const common = { lastError: attempt.error, updatedAt: attempt.at, finishedBy: lockId };
+    return updateOwned(
+      this.collection,
+      id,
+      lockId,
+      next.status === 'pending'
+        ? {
+            $set: { ...common, status: 'pending', runAt: next.runAt },
+            $unset: LOCK_FIELDS,
+            $inc: { attemptCount: 1 },
+            $push: history,
+          }
+        : {
+            $set: { ...common, status: 'dead', finishedAt: attempt.at, ...expiry(next.expiresAt) },
+            $unset: RELEASED_FIELDS,
+            $inc: { attemptCount: 1 },
+            $push: history,
+          },
+    );
+  }
+
+  /** Dead-letters a job this lock owns without recording another attempt (the reclaim already did). */
+  deadLetter(id: Types.ObjectId, lockId: string, now: Date, expiresAt?: Date): Promise<boolean> {
+    return updateOwned(this.collection, id, lockId, {
+      $set: { status: 'dead', finishedBy: lockId, finishedAt: now, updatedAt: now, ...expiry(expiresAt) },
+      $unset: RELEASED_FIELDS,
+    });
+  }
+
+  /**
+   * Dead-letters a job whose outcome write the server refused for good: only small, fixed fields are written
+   * (no attempt pushed, no counter incremented), so the refused part cannot be refused again.
+   */
+  deadLetterUnstorable(
+    id: Types.ObjectId,
+    lockId: string,
+    reason: string,
+    now: Date,
+    expiresAt?: Date,
+  ): Promise<boolean> {
+    return updateOwned(this.collection, id, lockId, {
+      $set: {
+        status: 'dead',
+        finishedBy: lockId,
+        lastError: reason,
+        finishedAt: now,
+        updatedAt: now,
+        ...expiry(expiresAt),
+      },
+      $unset: RELEASED_FIELDS,
+    });
+  }
+
+  /** Gives a job back untouched (shutdown): pending again, no attempt counted. */
+  release(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
+    return updateOwned(this.collection, id, lockId, {
+      $set: { status: 'pending', runAt: now, updatedAt: now, finishedBy: lockId },
+      $unset: LOCK_FIELDS,
+    });
+  }
+
+  /** Moves a job this lock owns to `failed`: it cannot run as stored (the claim gave back a row no handler accepts). */
+  markFailed(id: Types.ObjectId, lockId: string, reason: string, now: Date, expiresAt?: Date): Promise<boolean> {
+    const update = failedUpdate(reason, now, expiresAt);
+    return updateOwned(this.collection, id, lockId, { ...update, $set: { ...update.$set, finishedBy: lockId } });
+  }
+}

@@ -1,0 +1,7 @@
+import type { Model, mongo } from 'mongoose';
+import type { JobDocument } from './job.schema.js';
+
+/** The jobs model's native collection: hot paths skip mongoose casting, which buys nothing for their fixed shapes. */
+export function jobsCollection(model: Model<JobDocument>): mongo.Collection<JobDocument> {
+  return model.collection as unknown as mongo.Collection<JobDocument>;
+}
