@@ -61,6 +61,14 @@ const isClaim = (command: Document) =>
 const isRenewal = (command: Document) =>
   (command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$max?.lockedUntil !== undefined) ||
   (command.update === 'jobs' && (command.updates as Document[])[0]?.u?.$max?.lockedUntil !== undefined);
+/**
+ * A claim of pending rows whose filter can take a job due at `runAt`: not a claim built before the job was due, which
+ * finds nothing but may reach the proxy after `runAt` on a loaded machine (then the test's fault hits the wrong claim).
+ */
+const isClaimThatCanTake = (runAt: Date) => (command: Document) => {
+  const query = command.query as Document | undefined;
+  return isClaim(command) && query?.status === 'pending' && (query.runAt as Document | undefined)?.$lte >= runAt;
+};
 /** A claim in doubt read back: the row under the lock id (and deadline) that claim sent. */
 const isReadBack = (command: Document) =>
   command.find === 'jobs' && typeof (command.filter as Document | undefined)?.lockedBy === 'string';
@@ -131,7 +139,7 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       // Due a little later, so that the rule hits the claim that takes it, not an empty poll's claim.
       const runAt = new Date(Date.now() + 300);
       const rule = proxy.interceptReply({
-        match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+        match: isClaimThatCanTake(runAt),
         action: { lose: true },
       });
       const job = await app.jobs.enqueue('quick', { case: 'lost claim reply' }, { runAt, maxAttempts: 1 });
@@ -148,7 +156,7 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       // attempt; at maxAttempts 1 that is dead with zero handler calls.
       const runAt = new Date(Date.now() + 300);
       const rule = proxy.interceptReply({
-        match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+        match: isClaimThatCanTake(runAt),
         action: { delayMs: 1_300 },
       });
       const job = await app.jobs.enqueue(
@@ -172,7 +180,7 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       // cut; the read-back had no lease left to find the row in, so the row waited for a reclaim and its attempt.
       const runAt = new Date(Date.now() + 300);
       const rule = proxy.interceptReply({
-        match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+        match: isClaimThatCanTake(runAt),
         action: { lose: true, afterMs: 1_100 },
       });
       const job = await app.jobs.enqueue('quick', { case: 'claim answer held, then lost' }, { runAt, maxAttempts: 1 });
@@ -328,7 +336,7 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     const { app, raw } = await startApp('late-claim-shutdown', { leaseMs: 10_000, shutdownGraceMs: 200 });
     const runAt = new Date(Date.now() + 300);
     const rule = proxy.interceptReply({
-      match: (command) => isClaim(command) && Date.now() >= runAt.getTime(),
+      match: isClaimThatCanTake(runAt),
       action: { delayMs: 2_500 },
     });
     const job = await app.jobs.enqueue('quick', { case: 'late claim' }, { runAt, maxAttempts: 1 });
@@ -358,13 +366,9 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       const startedAt = Date.now();
       const runAt = new Date(startedAt + 300);
       const rule = proxy.interceptReply({
-        // The claim of the pending row itself: not a reclaim search of running rows, nor a claim of pending rows whose
-        // filter was built before the job was due (it reaches the proxy late on a loaded machine, finds nothing, and
-        // its lost answer keeps the name's only token for a minute).
-        match: (command) => {
-          const query = command.query as Document;
-          return isClaim(command) && query.status === 'pending' && (query.runAt as Document)?.$lte >= runAt;
-        },
+        // The claim of the pending row itself (an earlier empty claim's lost answer would keep the name's only token
+        // for a minute).
+        match: isClaimThatCanTake(runAt),
         action: { lose: true },
       });
       const job = await app.jobs.enqueue('rated', { case: 'lost limited claim' }, { runAt, maxAttempts: 1 });
