@@ -4,9 +4,8 @@ import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobRunner } from '../../lib/execution/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every handler start and end, so a test can see overlapping executions of one job. */
 const runs: { jobId: string; token: number; startedAt: number; endedAt?: number }[] = [];

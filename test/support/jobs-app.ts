@@ -4,6 +4,7 @@ import { Test, type TestingModule } from '@nestjs/testing';
 import mongoose, { type Connection } from 'mongoose';
 import { JobsModule, type JobsModuleOptions, JobsService } from '../../lib';
 import { JobsRepository } from '../../lib/persistence/jobs.repository';
+import { sleep } from './sleep';
 import { testMongoUri } from './test-database';
 
 export interface JobsTestApp {
@@ -76,7 +77,7 @@ export async function waitFor(
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
 }
 
