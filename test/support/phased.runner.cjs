@@ -1,7 +1,7 @@
 // Runs the suite in three phases, in the sequencer's order within each:
 //   1. the conformance suite, in band (if the server cannot give atomic claims, nothing else means anything);
-//   2. the files that need no quiet machine (unit tests, compilations, package builds: CPU work with nothing timed
-//      against the shared test server), in parallel workers (`maxWorkers` in jest.config.cjs);
+//   2. the files that need no quiet machine (unit tests, compilations, package builds, the harness's own server
+//      starts: CPU work with nothing timed against the shared test server), in parallel workers (`maxWorkers` in jest.config.cjs);
 //   3. everything else, in band, one file at a time: the lease, chaos and e2e tests use 150–500 ms leases against one
 //      single-threaded test server, and files running beside them add latency spikes that make such leases
 //      legitimately expire. Phase 2 has ended before phase 3 starts, so nothing runs beside them.
@@ -10,7 +10,7 @@ const { sep } = require('node:path');
 const TestRunner = require('jest-runner').default;
 const { isConformance } = require('./conformance-first.sequencer.cjs');
 
-const PARALLEL_DIRECTORIES = ['unit', 'types', 'architecture', 'package'].map((dir) => `${sep}test${sep}${dir}${sep}`);
+const PARALLEL_DIRECTORIES = ['unit', 'types', 'architecture', 'package', 'harness'].map((dir) => `${sep}test${sep}${dir}${sep}`);
 
 /** True for a file that may run beside others: nothing in it times a lease against the shared server. */
 const runsInParallel = (test) => PARALLEL_DIRECTORIES.some((dir) => test.path.includes(dir));
