@@ -28,8 +28,9 @@ module.exports = {
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   testSequencer: '<rootDir>/test/support/conformance-first.sequencer.cjs',
   reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
-  // One file at a time: the lease tests use 150–500 ms leases, and parallel files sharing one (single-threaded)
-  // test server add latency spikes that make such short leases legitimately expire.
-  maxWorkers: 1,
+  // Unit tests, compilations and package builds run in parallel workers, then everything that talks to the test server
+  // with short leases runs one file at a time, with nothing beside it: see test/support/phased.runner.cjs.
+  runner: '<rootDir>/test/support/phased.runner.cjs',
+  maxWorkers: 2,
   testTimeout: 30_000,
 };

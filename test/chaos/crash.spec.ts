@@ -3,6 +3,7 @@ import type { MongoClient } from 'mongodb';
 import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import { groupByJob, leaseOverlaps, readExecutions } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const WORKERS = 3;
@@ -11,8 +12,6 @@ const KILLS = 10;
 const LEASE_MS = 1000;
 // High enough that no job is dead-lettered by kills alone (each kill costs the jobs it held one attempt).
 const MAX_ATTEMPTS = 20;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('chaos: worker processes SIGKILLed while they run jobs', () => {
   const dbName = uniqueDatabaseName('chaos_crash');

@@ -4,6 +4,7 @@ import type { JobsWorkerStatus } from '../../lib';
 import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import { lateWatchdogs, leaseOverlaps, readExecutions } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -98,7 +99,7 @@ describe('chaos: the database is unreachable for 5 s', () => {
         for (const [i, { status, database, reason }] of statuses.entries()) {
           samples.push({ worker: workers[i].id, at, status, database, reason });
         }
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        await sleep(100);
       }
     })();
     stopSampling = async () => {

@@ -4,6 +4,7 @@ import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import { leaseOverlaps, readExecutions } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { maxOverlap } from '../support/limit-records';
+import { sleep } from '../support/sleep';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const WORKERS = 3;
@@ -11,8 +12,6 @@ const JOBS = 300;
 const KILLS = 3;
 const LEASE_MS = 1000;
 const LIMIT = 2; // chaos.limited's globalConcurrency (test/support/chaos-worker.cjs)
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('chaos: a fleet-wide limit while worker processes are SIGKILLed', () => {
   const dbName = uniqueDatabaseName('chaos_limit');

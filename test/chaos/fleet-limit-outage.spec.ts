@@ -4,6 +4,7 @@ import type { Collection, Db, MongoClient } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type LimitRecord, maxOverlap, recordStart } from '../support/limit-records';
+import { sleep } from '../support/sleep';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -14,7 +15,6 @@ const FAST_FAILING_DRIVER = { serverSelectionTimeoutMS: 500, heartbeatFrequencyM
 
 /** Written straight to the server by the test's own client: the outage never touches the evidence. */
 let records: Collection<LimitRecord>;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 @Injectable()
 class OneAtATime {

@@ -10,6 +10,7 @@ import {
   startedWithoutLease,
 } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { randomDelay, TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -95,7 +96,7 @@ describe('chaos: every database message delayed 0–200 ms', () => {
     const liveAtStall = (await liveLongOnC()).filter((e) => e.start + e.ms > Date.now() + LEASE_MS + 500);
     const stallStart = Date.now();
     own.setDelay(STALL_DELAY);
-    await new Promise((resolve) => setTimeout(resolve, STALL_MS));
+    await sleep(STALL_MS);
     own.setDelay(randomDelay(0, 200));
 
     let stats = await producer.jobs.stats();

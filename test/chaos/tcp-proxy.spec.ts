@@ -1,5 +1,6 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { sleep } from '../support/sleep';
 import { randomDelay, TcpProxy } from '../support/tcp-proxy';
 
 /** The chaos tests trust this proxy to delay without reordering and to drop for real: check both here. */
@@ -53,7 +54,7 @@ describe('TcpProxy (chaos test tooling)', () => {
     // Separate writes a few ms apart, so they travel as separate chunks with separate delays.
     for (const message of messages) {
       socket.write(message);
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await sleep(2);
     }
     expect(await received).toBe(expected);
     // Two delayed hops (there and back); the last chunk alone waits at least its own two delays.

@@ -11,6 +11,7 @@ import {
   UnknownJobError,
 } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const extendErrors: unknown[] = [];
@@ -41,7 +42,7 @@ class BadInputHandlers {
 
   @JobHandler('ignores-timeout', { timeoutMs: 100, maxAttempts: 1 })
   async ignoresTimeout() {
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await sleep(400);
     lateReturns += 1;
     return 'late success';
   }
@@ -259,7 +260,7 @@ describe('bad input: typed errors, nothing written or lost', () => {
   it('a handler that finishes after its timeout abort holds its slot until then, and what it did is recorded', async () => {
     const job = await app.jobs.enqueue('ignores-timeout');
     await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'running', 'running');
-    await new Promise((resolve) => setTimeout(resolve, 200)); // past the 100 ms timeout
+    await sleep(200); // past the 100 ms timeout
     expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'running', attemptCount: 0 });
     await waitFor(() => lateReturns === 1, 'the late return');
     await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completed');

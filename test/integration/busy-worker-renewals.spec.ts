@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { type Connection, Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const JOBS = 40;
@@ -77,7 +78,7 @@ describe('renewals of a busy worker', () => {
       .updateOne({ _id: new Types.ObjectId(victim) }, { $set: { lockedBy: 'someone-else' } });
     await waitFor(() => aborted.has(victim), 'the taken-over job to be aborted', 5_000);
     // Five heartbeat intervals of steady state.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await sleep(1_000);
     const statements = renewals.reduce((sum, r) => sum + r.statements, 0);
     expect(statements).toBeGreaterThanOrEqual((JOBS - 1) * 3); // every live lease renewed each interval or so
     expect(renewals.length).toBeLessThan(statements / 4); // …in batches, not one round trip each

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 /** The 3 s lease scaled down; every figure below is a fraction of it, so the test means the same. */
@@ -19,7 +20,7 @@ async function settleLate(_payload: unknown, ctx: JobExecutionContext) {
   try {
     if (runs.length > 1) return; // the retried run ends at once
     await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-    await new Promise((resolve) => setTimeout(resolve, WIND_DOWN_MS));
+    await sleep(WIND_DOWN_MS);
     throw ctx.signal.reason;
   } finally {
     run.endedAt = Date.now();

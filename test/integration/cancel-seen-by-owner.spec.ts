@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const LEASE_MS = 1_500;
@@ -58,7 +59,7 @@ class CancelledHandlers {
           entry.updateProgress = refused;
           break;
         }
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await sleep(20);
       }
       entry.reason = ctx.signal.reason;
       entry.extendLockTime = await rejectionOf(() => ctx.extendLockTime(1_000));

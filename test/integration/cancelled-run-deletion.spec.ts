@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const LEASE_MS = 1_500;
@@ -22,7 +23,7 @@ class LimitedHandlers {
     try {
       if (!payload.hold) return;
       await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-      await new Promise((resolve) => setTimeout(resolve, WIND_DOWN_MS));
+      await sleep(WIND_DOWN_MS);
       throw ctx.signal.reason;
     } finally {
       run.endedAt = Date.now();

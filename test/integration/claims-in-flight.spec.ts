@@ -7,6 +7,7 @@ import { MAX_CLAIMS_IN_FLIGHT } from '../../lib/claim/claims-in-flight';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 let gate = deferred();
@@ -45,7 +46,7 @@ function instrumentTakes(app: JobsTestApp, delayMs: number) {
     probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
     if (source === 'pending') probe.pending += 1;
     try {
-      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await sleep(delayMs);
       const row = await take(source, ...args);
       probe.log.push(`${source}:${row ? 'row' : 'none'}`);
       return row;

@@ -9,6 +9,7 @@ import {
   UnrecoverableJobError,
 } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 @Injectable()
@@ -246,7 +247,7 @@ describe('engine wiring', () => {
       controllers: [ReportsController],
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 100)); // the loop has polled once and sleeps
+      await sleep(100); // the loop has polled once and sleeps
       const job = await app.jobs.enqueue('controller-job');
       await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'completion', 5_000);
       expect(ReportsController.runs).toBe(1);

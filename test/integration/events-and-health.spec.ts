@@ -8,6 +8,7 @@ import { JobClaimStore } from '../../lib/persistence/job-claim.store';
 // The sample's controller is exactly what a user writes: test that one rather than a copy.
 import { HealthController } from '../../sample/health.controller';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const attempts = new Map<string, number>();
@@ -103,7 +104,7 @@ describe('events and health', () => {
     try {
       const job = await app.jobs.enqueue('flaky-once', {});
       await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the job to complete');
-      await new Promise((resolve) => setTimeout(resolve, 20)); // RxJS reports unhandled errors on a timer
+      await sleep(20); // RxJS reports unhandled errors on a timer
       expect(unhandled).toEqual([]);
       expect(seen).toContain('completed'); // other subscribers still get every event
     } finally {

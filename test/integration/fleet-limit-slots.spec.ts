@@ -5,6 +5,7 @@ import { Types } from 'mongoose';
 import { InvalidOptionError, type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
 import { concurrencySlotKey } from '../../lib/limits/slot-keys';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /** Executions of the handlers below, in start order. */
@@ -87,7 +88,7 @@ describe('a fleet-wide slot is held until its holder’s lease ends', () => {
       commands += 1;
     };
     client.on('commandStarted', count);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await sleep(400);
     client.off('commandStarted', count);
     expect(starts).toHaveLength(1);
     expect(commands).toBeLessThan(100); // 400 ms / 20 ms polls ≈ 20 polls of a few commands each; a spin is thousands

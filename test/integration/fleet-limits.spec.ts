@@ -4,11 +4,11 @@ import type { Collection, Db, MongoClient } from 'mongodb';
 import { type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type LimitRecord, maxOverlap, maxStartsInWindow, recordStart } from '../support/limit-records';
+import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /** Where the handlers of the current test record their executions (set per test). */
 let records: Collection<LimitRecord>;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Works 1–4 ms, recording start and end. */
 async function work(payload: { ms?: number; group?: string; seq?: number }, ctx: JobExecutionContext) {

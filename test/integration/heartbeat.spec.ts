@@ -3,9 +3,8 @@ import { Injectable } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler, LeaseLostError } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const calls: { jobId: string; worker: string; fencingToken: number; start: number; end?: number }[] = [];
 let lostSignal: { reason: unknown; at: number; wasStale: boolean } | undefined;

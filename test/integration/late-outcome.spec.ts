@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type JobEvent, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const LEASE_MS = 300;
@@ -34,7 +35,7 @@ describe('an outcome write whose answer comes after the lease was lost', () => {
     leases.renewLeases = hang;
     outcomes.complete = async (...args) => {
       const landed = await complete.apply(outcomes, args);
-      await new Promise((resolve) => setTimeout(resolve, LEASE_MS * 2));
+      await sleep(LEASE_MS * 2);
       return landed;
     };
     const events: JobEvent[] = [];

@@ -4,9 +4,8 @@ import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Every handler start and end, so a test can see overlapping executions of one job. */
 const runs: { jobId: string; token: number; startedAt: number; endedAt?: number }[] = [];
@@ -138,8 +137,9 @@ describe('one live owner per job', () => {
     expect(runs[0].endedAt).toBeUndefined();
     expect(runner.pollState().running).toBe(2);
     await waitFor(() => runs[0].endedAt !== undefined, 'the first run to end', 5_000);
-    await sleep(50);
-    // The first attempt ending must not forget the second one.
+    // Its slot is released once its outcome is written (a round trip, slow on a loaded machine): wait for that, then
+    // the first attempt ending must not have forgotten the second one.
+    await waitFor(() => runner.pollState().running < 2, "the first run's slot to be released", 5_000);
     expect(runner.pollState().running).toBe(1);
     secondRun.resolve();
     await waitFor(async () => (await worker.jobs.findById(job.id))?.status === 'completed', 'the second run to land');

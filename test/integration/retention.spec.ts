@@ -6,6 +6,7 @@ import { InvalidOptionError, JobHandler, UnrecoverableJobError } from '../../lib
 import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 const HOUR_MS = 3_600_000;
@@ -207,7 +208,7 @@ describe('retention: false', () => {
     for (const job of early) await waitFor(statusIs(app, job.id, 'completed'), 'completion');
     await waitFor(statusIs(app, dead.id, 'dead'), 'dead-lettering');
     const between = new Date((await app.jobs.findById(early[1].id))?.finishedAt?.getTime() ?? 0);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
     const late = await app.jobs.enqueue('quick', null);
     await waitFor(statusIs(app, late.id, 'completed'), 'completion');
 

@@ -4,6 +4,7 @@ import { type MongoClient, ObjectId } from 'mongodb';
 import { type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
 import { concurrencySlotKey, groupSlotKey } from '../../lib/limits/slot-keys';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /** Handlers wait on this until the test lets them go. */
@@ -30,7 +31,7 @@ async function quick(ctx: JobExecutionContext): Promise<void> {
   ran.push(ctx.jobId);
   active += 1;
   maxActive = Math.max(maxActive, active);
-  await new Promise((resolve) => setTimeout(resolve, 1 + Math.random() * 4));
+  await sleep(1 + Math.random() * 4);
   active -= 1;
 }
 

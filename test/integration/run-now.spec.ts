@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const calls: string[] = [];
@@ -148,7 +149,7 @@ describe('JobsService.runNow', () => {
       const takeById = shortLease.stores.claim.takeById.bind(shortLease.stores.claim);
       shortLease.stores.claim.takeById = async (source, ...args) => {
         const claimed = await takeById(source, ...args);
-        if (source === 'pending') await new Promise((resolve) => setTimeout(resolve, 300)); // the answer arrives after lockedUntil
+        if (source === 'pending') await sleep(300); // the answer arrives after lockedUntil
         return claimed;
       };
       const before = calls.length;

@@ -7,6 +7,7 @@ import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/jobs.constants'
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { SessionWireProxy } from '../support/session-wire-proxy';
+import { sleep } from '../support/sleep';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -20,7 +21,6 @@ async function readJob(dbName: string) {
   }
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seen: { jobId: string; reason?: unknown; abortedAt?: number }[] = [];
 
 @Injectable()

@@ -7,6 +7,7 @@ import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobEnqueuer } from '../../lib/enqueue/job-enqueuer.service';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type OtelTestSdk, pointsOf, registerOtelTestSdk, sumOf } from '../support/otel-test-sdk';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 /** The span active in the handler after each of several awaits. */
@@ -243,7 +244,7 @@ describe('OpenTelemetry gauges after the module closed', () => {
       await sdk.collect();
       expect(reads).toHaveBeenCalledTimes(1);
       await app.close();
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await sleep(2);
       await sdk.collect();
       expect(reads).toHaveBeenCalledTimes(1);
     } finally {

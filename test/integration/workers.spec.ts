@@ -5,6 +5,7 @@ import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
 const runs: { jobId: string; worker: string; attempt: number }[] = [];
@@ -14,7 +15,7 @@ class CountingHandlers {
   @JobHandler('count')
   async count(_payload: unknown, ctx: JobExecutionContext) {
     runs.push({ jobId: ctx.jobId, worker: ctx.lockId.split('#')[0], attempt: ctx.attempt });
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
+    await sleep(Math.random() * 5);
   }
 }
 

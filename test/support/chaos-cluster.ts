@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { JobsModuleOptions, JobsWorkerStatus } from '../../lib';
+import { sleep } from './sleep';
 
 const WORKER_SCRIPT = resolve('test/support/chaos-worker.cjs');
 const READY_TIMEOUT_MS = 30_000;
@@ -180,7 +181,7 @@ export class ChaosCluster {
       if (Date.now() > deadline) {
         throw new Error(`Timed out waiting for ${what()}; worker logs:\n${this.logs.join('\n')}`);
       }
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
     }
   }
 

@@ -13,3 +13,4 @@ class ConformanceFirstSequencer extends Sequencer {
 }
 
 module.exports = ConformanceFirstSequencer;
+module.exports.isConformance = isConformance;

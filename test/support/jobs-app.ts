@@ -11,6 +11,7 @@ import { JobLeaseStore } from '../../lib/persistence/job-lease.store';
 import { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
 import { JobReadStore } from '../../lib/persistence/job-read.store';
 import { JobRetentionStore } from '../../lib/persistence/job-retention.store';
+import { sleep } from './sleep';
 import { testMongoUri } from './test-database';
 
 export interface JobsTestApp {
@@ -105,7 +106,7 @@ export async function waitFor(
   const deadline = Date.now() + timeoutMs;
   while (!(await predicate())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
 }
 

@@ -1,5 +1,6 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
+import { sleep } from './sleep';
 
 /** Extra latency per forwarded chunk, in ms: a fixed number, or a function called once per chunk. */
 export type ChunkDelay = number | (() => number);
@@ -129,7 +130,7 @@ export class TcpProxy {
   async drop(ms: number): Promise<void> {
     this.refuseUntil = Date.now() + ms;
     for (const link of [...this.links]) this.destroy(link);
-    await new Promise((resolve) => setTimeout(resolve, ms));
+    await sleep(ms);
   }
 
   /**

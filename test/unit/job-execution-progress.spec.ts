@@ -6,6 +6,7 @@ import { JobExecution } from '../../lib/execution/job-execution';
 import { Lease } from '../../lib/lease/lease';
 import type { JobDocument } from '../../lib/persistence/job.schema';
 import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
+import { sleep } from '../support/sleep';
 
 const LEASE_MS = 30_000;
 
@@ -49,7 +50,7 @@ describe('ctx.updateProgress called without awaiting (fire and forget)', () => {
     void context.extendLockTime(-1);
     void context.updateProgress(Number.NaN);
     void context.updateProgress(101);
-    await new Promise((resolve) => setTimeout(resolve, 10)); // Node reports unhandled rejections after a tick
+    await sleep(10); // Node reports unhandled rejections after a tick
     expect(unhandled).toEqual([]);
     await expect(context.updateProgress(Number.NaN)).rejects.toBeInstanceOf(InvalidProgressError);
     await expect(context.extendLockTime(-1)).rejects.toBeInstanceOf(InvalidDurationError);
