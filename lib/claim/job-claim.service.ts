@@ -79,6 +79,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       lockIds,
       leaseMs: options.leaseMs,
       failedExpiry: (row, at) => retention.expiresAt('failed', row, at),
+      inDoubt,
     });
     this.byId = new ClaimById({
       claims,

@@ -8,6 +8,7 @@ import type { JobClaimStore } from '../persistence/job-claim.store.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import { addMs, now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
+import type { ClaimsInDoubt } from './claims-in-doubt.js';
 import type { LockIdSequence } from './lock-id.js';
 import { SetAsideIds } from './set-aside-ids.js';
 
@@ -29,6 +30,8 @@ export interface RefusedRowsContext {
   logger: Logger;
   lockIds: LockIdSequence;
   leaseMs: number;
+  /** The retried take is a claim like any other: an answer lost after it landed is read back, not forgotten. */
+  inDoubt: ClaimsInDoubt;
 }
 
 /**
@@ -69,7 +72,11 @@ export class RefusedRows {
     const at = now();
     const lockId = this.context.lockIds.next();
     const lockedUntil = addMs(at, this.context.leaseMs);
-    const outcome = await this.context.claims.takeById(source, row._id, at, lockId, lockedUntil, scope);
+    const outcome = await this.context.inDoubt.send(
+      { lockId, lockedUntil },
+      () => this.context.claims.takeById(source, row._id, at, lockId, lockedUntil, scope),
+      (taken) => taken,
+    );
     if (!isRefusal(outcome)) return outcome ? { doc: outcome, lockId } : 'changed';
     if (!isSameRefusal(outcome, refusal)) throw outcome.error;
     return { setAside: await this.setAside(source, row, outcome.error.message, at) };

@@ -190,6 +190,32 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       expect(calls.get(job.id)).toBe(1);
     });
 
+    it('runs a job whose claim was refused, then whose retry on exactly that row landed with its answer lost', async () => {
+      // The long checker's seed 266: a claim answered with code 2 (a document error) is retried on exactly the row it
+      // would take (to pin the refusal on a row); that retry's answer was lost, and the retry was not read back: the
+      // row stayed running under a lock nobody knew until another worker reclaimed it with a LeaseExpired attempt.
+      const runAt = new Date(Date.now() + 300);
+      const job = await app.jobs.enqueue('quick', { case: 'refused, then retry lost' }, { runAt, maxAttempts: 1 });
+      const byId = (command: Document) => (command.query as Document | undefined)?._id;
+      const refused = proxy.answerWithError({
+        match: (command) => isClaimThatCanTake(runAt)(command) && byId(command) === undefined,
+        code: 2,
+      });
+      const lost = proxy.interceptReply({
+        match: (command) => isClaim(command) && String(byId(command)) === job.id,
+        action: { lose: true },
+      });
+      try {
+        const row = await finished(app, job.id);
+        expect([refused.hits, lost.answered]).toEqual([1, 1]);
+        expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [], result: { done: true } });
+        expect(calls.get(job.id)).toBe(1);
+      } finally {
+        refused.remove();
+        lost.remove();
+      }
+    });
+
     it('emits completed for a completion whose answer was lost, and logs nothing about lost ownership', async () => {
       const job = await app.jobs.enqueue('quick', { case: 'lost completion reply' });
       const rule = proxy.interceptReply({ match: isCompletionOf(job.id), action: { lose: true } });
