@@ -114,7 +114,7 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check(retried)).toEqual([]);
   });
 
-  it('invariant 5: a claim that ran no handler is charged an attempt, unless its worker was SIGKILLed or lost that lease', () => {
+  it('invariant 5: a claim that ran no handler is charged an attempt, unless its worker was SIGKILLed, lost that lease or gave it up', () => {
     const row = (t: number, status: string, lock: string | undefined, attemptCount: number) => ({
       t,
       p: 'runner',
@@ -146,6 +146,21 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check([...stranded, stale('w0.1', 1)])).toEqual([]);
     // Not another process's loss, nor the loss of another attempt.
     for (const other of [stale('w2.1', 1), stale('w0.1', 2)]) {
+      expect(check([...stranded, other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
+    }
+    // Long seed 263: a lost claim answer, then the worker cut off (a black hole caught the driver's monitor) for the
+    // lease and the hand-back window; the worker logged that it gave up on that claim, the documented case.
+    const gaveUp = (p: string, lock: string) => ({
+      t: 3_600,
+      p,
+      type: 'log',
+      level: 'warn',
+      message: `A claim (lock ${lock}) failed (connection closed) and neither reading its row back nor handing it back could be done in time; a row it took is reclaimed like a crashed worker's`,
+    });
+    expect(check([...stranded, gaveUp('w0.1', 'w0.1#1')])).toEqual([]);
+    // Not another claim's give-up (w0.1#10 is not w0.1#1), nor another process's, nor a warning of another kind.
+    const otherWarning = { ...gaveUp('w0.1', 'w0.1#1'), message: 'A claim (lock w0.1#1) failed (x) and took a row' };
+    for (const other of [gaveUp('w0.1', 'w0.1#10'), gaveUp('w1.1', 'w0.1#1'), otherWarning]) {
       expect(check([...stranded, other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
     }
   });

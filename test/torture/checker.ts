@@ -461,8 +461,9 @@ const STALE_WINDOW_MS = 10_000;
  * Invariant 5: an attempt recorded on a row is backed by a handler call or a recorded lease loss: a lock that held
  * the row `running` with no handler call under it, whose row then went on counting an attempt (reclaimed, or dead),
  * is allowed only when its worker was SIGKILLed or recorded that lease's loss (a `stale` event of that job and attempt:
- * a claim answered with its lease nearly gone, whose first renewal found the row reclaimed); no job is dead with zero
- * handler calls otherwise. The attempt is charged to the lock only when the count rose after it took the row.
+ * a claim answered with its lease nearly gone, whose first renewal found the row reclaimed) or logged that it gave
+ * up on that claim in doubt (cut off from the database for its lease and the hand-back window, the documented case);
+ * no job is dead with zero handler calls otherwise. The attempt is charged to the lock only when the count rose after it took the row.
  */
 function unbackedAttempts(
   calls: Map<string, HandlerCall>,
@@ -478,6 +479,16 @@ function unbackedAttempts(
     if (line.type === 'exit' && line.signal === 'SIGKILL') killedAt.set(line.process as string, line.t);
   }
   const excused = (lock: string) => killedAt.has(lock.slice(0, lock.lastIndexOf('#')));
+  // The documented give-up of a claim in doubt: its worker could neither read the row back nor hand it back before
+  // the lease and the hand-back window ended (it was cut off from the database), and logged so for that lock.
+  const claimGivenUp = (lock: string) =>
+    lines.some(
+      (line) =>
+        line.type === 'log' &&
+        line.p === lock.slice(0, lock.lastIndexOf('#')) &&
+        String(line.message).includes(`A claim (lock ${lock})`) &&
+        String(line.message).includes('neither reading its row back nor handing it back'),
+    );
   // The lease loss the lock's own worker recorded for the attempt it claimed (its `stale` event), near the claim.
   const leaseLossRecorded = (job: string, lock: string, held: HistoryLine) =>
     lines.some(
@@ -505,7 +516,7 @@ function unbackedAttempts(
       // No attempt was charged after this lock took the row: the count it held was the previous owner's (a reclaim
       // charges the lost attempt as it claims, then dead-letters the row when that was the last one).
       if (Number(next.attemptCount ?? 0) <= Number(held.attemptCount ?? 0)) continue;
-      if (leaseLossRecorded(job, lock, held)) continue;
+      if (leaseLossRecorded(job, lock, held) || claimGivenUp(lock)) continue;
       violations.push({
         invariant: 5,
         job,

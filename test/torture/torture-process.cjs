@@ -15,6 +15,7 @@
 //   close-start / close-end                           a graceful shutdown (SIGTERM) and how long app.close() took
 //   crash                                             an unhandled rejection or uncaught exception
 //   startup-failed                                    the application context could not start (faults at bootstrap)
+//   log                                               a warning or error the library logged (what it decided, and why)
 'use strict';
 
 require('reflect-metadata');
@@ -160,9 +161,29 @@ let stop = (code) => process.exit(code);
 // The runner went away (even by SIGKILL, which closes the IPC channel): never outlive it.
 process.on('disconnect', () => stop(1));
 
+/**
+ * The library's warnings and errors go into the history: the checker reads what a worker decided (a claim in doubt it
+ * could neither read back nor hand back in time), and a violation can be explained from them. Errors still reach
+ * stderr; everything does with JOBS_TEST_LOGS set.
+ */
+const verbose = Boolean(process.env.JOBS_TEST_LOGS);
+const print = (level, message, context) => process.stderr.write(`${processId} ${level} [${context ?? ''}] ${message}\n`);
+const historyLogger = {
+  log: (message, context) => verbose && print('log', message, context),
+  warn: (message, context) => {
+    record({ type: 'log', level: 'warn', message: String(message).slice(0, 600) });
+    if (verbose) print('warn', message, context);
+  },
+  error: (message, trace, context) => {
+    record({ type: 'log', level: 'error', message: String(message).slice(0, 600) });
+    print('error', message, context ?? trace);
+  },
+  debug: () => undefined,
+  verbose: () => undefined,
+};
+
 async function main() {
-  const logger = process.env.JOBS_TEST_LOGS ? ['log', 'warn', 'error'] : ['error'];
-  const app = await NestFactory.createApplicationContext(TortureModule, { logger });
+  const app = await NestFactory.createApplicationContext(TortureModule, { logger: historyLogger });
   const jobs = app.get(JobsService);
   jobs.events$.subscribe((event) => {
     if (event.type === 'renewed' || event.type === 'progress' || event.type === 'started') return;
