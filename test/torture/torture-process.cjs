@@ -167,7 +167,8 @@ process.on('disconnect', () => stop(1));
  * stderr; everything does with JOBS_TEST_LOGS set.
  */
 const verbose = Boolean(process.env.JOBS_TEST_LOGS);
-const print = (level, message, context) => process.stderr.write(`${processId} ${level} [${context ?? ''}] ${message}\n`);
+const print = (level, message, context) =>
+  process.stderr.write(`${processId} ${level} [${context ?? ''}] ${message}\n`);
 const historyLogger = {
   log: (message, context) => verbose && print('log', message, context),
   warn: (message, context) => {
