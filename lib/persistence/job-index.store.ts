@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
 import { JOBS_MODEL } from '../jobs.constants.js';
+import { classifyWriteError } from './database-errors.js';
 import { dedupeScope } from './dedupe-scope.js';
 import { codeOf, duplicateKeyErrorsOnly } from './duplicate-key.js';
 import type { IndexInfo } from './guarantee-indexes.js';
@@ -20,13 +21,18 @@ export class JobIndexStore {
     this.collection = jobsCollection(model);
   }
 
-  /** Creates every index the schema declares, each on its own; resolves the failed ones by index name. */
+  /**
+   * Creates every index the schema declares, each on its own; resolves the failed ones by index name. A transient
+   * failure (see `classifyWriteError`) rejects at once instead: it says nothing about the index, and the caller starts
+   * the setup again.
+   */
   async createDeclaredIndexes(): Promise<Map<string, unknown>> {
     const failed = new Map<string, unknown>();
     for (const [key, options] of this.model.schema.indexes()) {
       try {
         await this.collection.createIndex(key as mongo.IndexSpecification, options as mongo.CreateIndexesOptions);
       } catch (error) {
+        if (classifyWriteError(error) === 'transient') throw error;
         failed.set(String(options.name), error);
       }
     }

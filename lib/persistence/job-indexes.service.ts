@@ -5,14 +5,21 @@ import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js
 import type { ResolvedJobsOptions } from '../jobs.options.js';
 import { errorInfo } from '../utils/error-info.js';
 import { raceTimeout } from '../utils/race-timeout.js';
+import { classifyWriteError } from './database-errors.js';
 import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes.js';
 import { JobIndexStore } from './job-index.store.js';
 import { isLegacyClaimIndex } from './legacy-claim-index.js';
 
+/** Waits after a transient failure of the index setup: 100 ms, doubling up to 2 s. */
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 2_000;
+
 /**
  * Bootstrap step: creates the collection's indexes, refuses to start unless every index an exactly-once promise depends
  * on is in force, scopes the live dedupe keys older versions left, then drops the old global dedupe index — all within
- * `indexSetupTimeoutMs`, never hanging.
+ * `indexSetupTimeoutMs`, never hanging. A transient failure (a dropped connection, no server to select, a failover
+ * code) starts the whole setup again after a short wait until that bound: every step is idempotent, and one lost
+ * connection while a fleet restarts must not keep a worker from starting. Any other error fails bootstrap at once.
  */
 @Injectable()
 export class JobIndexes implements OnModuleInit {
@@ -25,9 +32,32 @@ export class JobIndexes implements OnModuleInit {
 
   async onModuleInit(): Promise<void> {
     const { collectionName, indexSetupTimeoutMs } = this.options;
-    await raceTimeout(this.setUp(), indexSetupTimeoutMs, () => {
-      throw new IndexSetupTimeoutError(collectionName, indexSetupTimeoutMs);
+    const attempts: SetUpAttempts = { over: false, lastError: undefined };
+    await raceTimeout(this.setUpThroughTransientErrors(attempts), indexSetupTimeoutMs, () => {
+      attempts.over = true;
+      throw new IndexSetupTimeoutError(
+        collectionName,
+        indexSetupTimeoutMs,
+        attempts.lastError === undefined ? undefined : { cause: attempts.lastError },
+      );
     });
+  }
+
+  private async setUpThroughTransientErrors(attempts: SetUpAttempts): Promise<void> {
+    for (let waitMs = RETRY_FIRST_MS; ; waitMs = Math.min(waitMs * 2, RETRY_MAX_MS)) {
+      try {
+        return await this.setUp();
+      } catch (error) {
+        if (attempts.over || classifyWriteError(error) !== 'transient') throw error;
+        attempts.lastError = error;
+        this.logger.warn(
+          `Setting up the indexes of collection "${this.options.collectionName}" failed (${errorInfo(error).message}); ` +
+            `trying again in ${waitMs} ms`,
+        );
+        await new Promise((resolve) => setTimeout(resolve, waitMs));
+        if (attempts.over) return;
+      }
+    }
   }
 
   private async setUp(): Promise<void> {
@@ -86,6 +116,13 @@ export class JobIndexes implements OnModuleInit {
       );
     }
   }
+}
+
+interface SetUpAttempts {
+  /** Set when `indexSetupTimeoutMs` ran out: no further attempt starts. */
+  over: boolean;
+  /** The last transient failure, the cause of the timeout error. */
+  lastError: unknown;
 }
 
 /** IndexOptionsConflict / IndexKeySpecsConflict: an index with this key or this name exists already, otherwise. */

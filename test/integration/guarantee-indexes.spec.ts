@@ -4,6 +4,7 @@ import type { MongoClient } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { GUARANTEE_INDEXES } from '../../lib/persistence/guarantee-indexes';
 import { JobIndexes } from '../../lib/persistence/job-indexes.service';
+import { type CommandFault, FaultProxy } from '../support/fault-proxy';
 import { createJobsTestApp } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
@@ -298,5 +299,76 @@ describe('indexes the guarantees depend on', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  describe('through transient errors during index setup', () => {
+    /** A proxy answering the n-th `createIndexes` command (1-based) with `faultOf(n)`. */
+    const proxyFaultingIndexCreation = async (faultOf: (n: number) => CommandFault | undefined) => {
+      const proxy = await FaultProxy.start(testMongoUri());
+      let sent = 0;
+      proxy.setDecider((command) => (command.name === 'createIndexes' ? faultOf(++sent) : undefined));
+      return { proxy, sent: () => sent };
+    };
+    const FAILOVER: CommandFault = { type: 'error-reply', code: 91, codeName: 'ShutdownInProgress' };
+
+    it('start after a failover code and a lost answer, with every declared index in place', async () => {
+      const dbName = freshDb('idx_transient');
+      // The first command is refused with a failover code; the second executes and its answer is lost.
+      const { proxy, sent } = await proxyFaultingIndexCreation((n) =>
+        n === 1 ? FAILOVER : n === 2 ? { type: 'lose-reply' } : undefined,
+      );
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        const app = await createJobsTestApp({ dbName, uri: proxy.uri, options: { worker: false } });
+        await app.close();
+        expect(proxy.faults.map((fault) => fault.fault)).toEqual(['error-reply', 'lose-reply']);
+        expect(sent()).toBeGreaterThan(2);
+        const names = (await client.db(dbName).collection('jobs').listIndexes().toArray()).map((index) => index.name);
+        for (const guarantee of GUARANTEE_INDEXES) expect(names).toContain(guarantee.name);
+        expect(warn).toHaveBeenCalledWith(expect.stringMatching(/indexes of collection "jobs" failed .*trying again/));
+      } finally {
+        warn.mockRestore();
+        await proxy.close();
+      }
+    });
+
+    it('fail bootstrap at once on an error that is not transient, without trying again', async () => {
+      const dbName = freshDb('idx_refused');
+      const unauthorized: CommandFault = { type: 'error-reply', code: 13, codeName: 'Unauthorized' };
+      const { proxy, sent } = await proxyFaultingIndexCreation(() => unauthorized);
+      try {
+        const boot = createJobsTestApp({ dbName, uri: proxy.uri, options: { worker: false } });
+        await expect(boot).rejects.toMatchObject({
+          name: 'IndexConflictError',
+          cause: expect.objectContaining({ code: 13 }),
+        });
+        // One command per declared index, once: no second round.
+        expect(sent()).toBe(proxy.faults.length);
+        expect(sent()).toBeLessThanOrEqual(12);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it('fail bootstrap with IndexSetupTimeoutError carrying the last transient error when they never stop', async () => {
+      const { proxy, sent } = await proxyFaultingIndexCreation(() => FAILOVER);
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        const boot = createJobsTestApp({
+          dbName: freshDb('idx_failover'),
+          uri: proxy.uri,
+          options: { worker: false, indexSetupTimeoutMs: 1000 },
+        });
+        await expect(boot).rejects.toMatchObject({
+          name: 'IndexSetupTimeoutError',
+          timeoutMs: 1000,
+          cause: expect.objectContaining({ code: 91 }),
+        });
+        expect(sent()).toBeGreaterThan(1);
+      } finally {
+        warn.mockRestore();
+        await proxy.close();
+      }
+    });
   });
 });
