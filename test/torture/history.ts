@@ -5,7 +5,8 @@ import { join } from 'node:path';
  * One line of a run's history. Every process appends to its own `<process>.jsonl` in the run directory; `t` is the
  * writer's clock (all processes share one machine, so one clock) and `p` the writer. Types:
  * - worker and driver processes (torture-process.cjs): `call-start`, `call-lease`, `call-abort`, `call-note`,
- *   `call-end`, `event`, `op`, `op-answer`, `close-start`, `close-end`, `close-hung`, `crash`, `startup-failed`;
+ *   `call-end`, `event`, `op`, `op-answer`, `close-start`, `close-end`, `close-hung`, `crash`, `startup-failed`,
+ *   `log` (a warning or error the library logged);
  * - the runner: `spawn`, `ready`, `kill`, `exit`, `fault` (one injected by a proxy), `fault-reply` (what became of a
  *   delayed or lost reply, and which row it returned), `row` (a row's status or owner
  *   changed in the runner's snapshots), `row-gone` (a row vanished between two snapshots), `phase`.
