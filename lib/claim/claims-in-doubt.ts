@@ -11,9 +11,10 @@ import { firstAnswer, type HedgeSchedule } from '../utils/first-answer.js';
  * How a claim in doubt is read back and handed back: a copy that fails is retried after 50 ms, doubling up to 1 s; one
  * not answered within 250 ms (then 500 ms, 1 s…) gets another copy beside it on another connection, at most 3 at once,
  * so a read stuck on a connection a partition hung does not hold the claim in doubt until its lease ends (the long
- * checker's seed 224: a lost claim answer, then 840 ms of black hole).
+ * checker's seed 224: a lost claim answer, then 840 ms of black hole). Also the schedule of the dead-letter write of
+ * a reclaim on a job's last attempt (`JobClaimService`).
  */
-const IN_DOUBT: HedgeSchedule = { hedgeMs: 250, maxInFlight: 3, retry: { baseMs: 50, maxMs: 1_000 } };
+export const IN_DOUBT: HedgeSchedule = { hedgeMs: 250, maxInFlight: 3, retry: { baseMs: 50, maxMs: 1_000 } };
 /** How long past the lease a claim wrote its row may still be handed back (bounded: the poll loop waits for it). */
 const HAND_BACK_WINDOW_MS = 2_000;
 

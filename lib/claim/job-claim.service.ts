@@ -17,9 +17,10 @@ import { JobRetention } from '../retention/job-retention.service.js';
 import type { ClaimedJob } from '../types/claimed-job.js';
 import { addMs, now } from '../utils/clock.js';
 import { errorInfo } from '../utils/error-info.js';
+import { firstAnswer } from '../utils/first-answer.js';
 import { ClaimById, type ClaimByIdResult } from './claim-by-id.js';
 import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
-import { ClaimsInDoubt } from './claims-in-doubt.js';
+import { ClaimsInDoubt, IN_DOUBT } from './claims-in-doubt.js';
 import { LockIdSequence } from './lock-id.js';
 import { RefusedRows } from './refused-rows.js';
 
@@ -316,16 +317,31 @@ export class JobClaimService implements OnApplicationBootstrap {
     }
   }
 
-  /** False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. */
+  /**
+   * False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. The dead-letter write is
+   * owner-fenced and sent again through errors until the reclaim's own lease ends (a copy whose answer was lost is
+   * recognised by `finishedBy`): a row left under that lease would be reclaimed again and charged a second
+   * `LeaseExpired` attempt for a claim that ran nothing (the long checker's seed 404).
+   */
   private async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
-    if (await this.outcomes.deadLetter(doc._id, lockId, at, this.retention.expiresAt('dead', doc, at))) {
+    const label = `Job ${doc._id.toHexString()} (${doc.name})`;
+    const expiresAt = this.retention.expiresAt('dead', doc, at);
+    const write = async () =>
+      (await this.outcomes.deadLetter(doc._id, lockId, at, expiresAt)) ||
+      (await this.outcomes.finishedBy(doc._id, lockId));
+    const answer = await firstAnswer(write, () => doc.lockedUntil?.getTime() ?? 0, IN_DOUBT);
+    if (answer?.value) {
       const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
       this.events.emit('dead', about, doc.lastError ?? 'Lease expired');
+      this.logger.warn(`${label} dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`);
+    } else if (!answer) {
+      this.logger.warn(
+        `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +
+          "before that reclaim's lease ended; it is reclaimed again",
+      );
     }
-    this.logger.warn(
-      `Job ${doc._id.toHexString()} (${doc.name}) dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`,
-    );
+    // answer.value false: cancelled or taken over meanwhile; whoever did it decides.
     return false;
   }
 

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable, Logger, type Type } from '@nestjs/common';
 import { type Document, ObjectId } from 'bson';
-import type { MongoClient } from 'mongodb';
+import type { Collection, MongoClient } from 'mongodb';
 import type { Subscription } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
@@ -127,8 +127,9 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
 
   describe('claims and completions (lease 1 s)', () => {
     let app: JobsTestApp;
+    let raw: Collection<Document>;
     beforeAll(async () => {
-      ({ app } = await startApp('writes-in-doubt', { leaseMs: 1_000, heartbeatIntervalMs: 300 }));
+      ({ app, raw } = await startApp('writes-in-doubt', { leaseMs: 1_000, heartbeatIntervalMs: 300 }));
     });
     afterAll(() => app?.close());
     afterEach(() => {
@@ -210,6 +211,38 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
         expect([refused.hits, lost.answered]).toEqual([1, 1]);
         expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [], result: { done: true } });
         expect(calls.get(job.id)).toBe(1);
+      } finally {
+        refused.remove();
+        lost.remove();
+      }
+    });
+
+    it('dead-letters a reclaimed job on its last attempt through refused writes, charging the lost attempt once', async () => {
+      // The long checker's seed 404: a reclaim takes over the expired lease of a job on its last attempt and
+      // dead-letters it; that write was refused (code 43, in no list), the claim step gave up, and the row waited
+      // for the reclaim's own lease, to be reclaimed again and charged a second LeaseExpired attempt for a claim
+      // that ran nothing (dead with 2 attempts of 1).
+      const job = await app.jobs.enqueue('quick', { case: 'dead-letter refused' }, { maxAttempts: 1, delayMs: 60_000 });
+      const _id = new ObjectId(job.id);
+      await raw.updateOne(
+        { _id },
+        {
+          $set: { status: 'running', lockedBy: 'crashed#1', lockedUntil: new Date(Date.now() - 1_000), leaseMs: 1_000 },
+        },
+      );
+      const isDeadLetterOf = (command: Document) =>
+        isStatusUpdate(command, 'jobs', 'dead') &&
+        String(((command.updates as Document[])[0].q as Document | undefined)?._id) === job.id;
+      // Refused twice, then a copy lands with its answer lost: recognised as this reclaim's own write.
+      const refused = proxy.answerWithError({ match: isDeadLetterOf, code: 43, codeName: 'CursorNotFound', times: 2 });
+      const lost = proxy.interceptReply({ match: isDeadLetterOf, action: { lose: true } });
+      try {
+        const row = await finished(app, job.id);
+        expect([refused.hits, lost.answered]).toEqual([2, 1]);
+        expect(row).toMatchObject({ status: 'dead', attemptCount: 1 });
+        expect(row?.attempts.map((attempt) => attempt.errorClass)).toEqual(['LeaseExpired']);
+        await waitFor(() => typesOf(job.id).includes('dead'), 'the dead event');
+        expect(calls.get(job.id)).toBeUndefined();
       } finally {
         refused.remove();
         lost.remove();
