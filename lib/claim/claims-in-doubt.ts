@@ -97,13 +97,17 @@ export class ClaimsInDoubt {
         `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and took a row, found only after its lease; ` +
           'the row was handed back to pending, no attempt counted',
       );
-    } else if (!answer) {
+    } else {
+      // Both say "could not be read back before its lease ended": the fault checker accepts an attempt charged for
+      // this lock on that evidence (a worker cut off from the database for its lease is, to the others, crashed).
+      const after = answer
+        ? 'and no row was left under it to hand back: it took none, or another worker reclaimed the row'
+        : 'nor handed back after it: a row it took is reclaimed';
       this.logger.warn(
-        `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and neither reading its row back nor handing it ` +
-          "back could be done in time; a row it took is reclaimed like a crashed worker's",
+        `A claim (lock ${lockId}) failed (${errorInfo(cause).message}) and could not be read back before its lease ` +
+          `ended, ${after} like a crashed worker's (a LeaseExpired attempt)`,
       );
     }
-    // answer.value false: the claim took nothing, or its row was reclaimed already.
   }
 
   /** Shutting down, nothing waits past close()'s hard bound. */

@@ -148,20 +148,30 @@ describe('generative fault checker: the invariants on hand-written histories', (
     for (const other of [stale('w2.1', 1), stale('w0.1', 2)]) {
       expect(check([...stranded, other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
     }
-    // Long seed 263: a lost claim answer, then the worker cut off (a black hole caught the driver's monitor) for the
-    // lease and the hand-back window; the worker logged that it gave up on that claim, the documented case.
+    // Long seeds 263 and 403: a lost claim answer, then the worker cut off (a black hole caught the driver's monitor)
+    // for the lease, and no hand-back before another worker's reclaim; the worker logged that it gave up on that
+    // claim, and its proxy shows why: the documented case.
     const gaveUp = (p: string, lock: string) => ({
       t: 3_600,
       p,
       type: 'log',
       level: 'warn',
-      message: `A claim (lock ${lock}) failed (connection closed) and neither reading its row back nor handing it back could be done in time; a row it took is reclaimed like a crashed worker's`,
+      message: `A claim (lock ${lock}) failed (connection closed) and could not be read back before its lease ended, nor handed back after it: a row it took is reclaimed like a crashed worker's (a LeaseExpired attempt)`,
     });
-    expect(check([...stranded, gaveUp('w0.1', 'w0.1#1')])).toEqual([]);
-    // Not another claim's give-up (w0.1#10 is not w0.1#1), nor another process's, nor a warning of another kind.
+    const blackhole = { t: 400, p: 'runner', type: 'fault', proxy: 'proxy0', fault: 'blackhole', ms: 749 };
+    expect(check([...stranded, blackhole, gaveUp('w0.1', 'w0.1#1')])).toEqual([]);
+    // Not without trouble on its connection, nor another claim's give-up (w0.1#10 is not w0.1#1), nor another
+    // process's, nor a warning of another kind, nor trouble on another proxy.
     const otherWarning = { ...gaveUp('w0.1', 'w0.1#1'), message: 'A claim (lock w0.1#1) failed (x) and took a row' };
-    for (const other of [gaveUp('w0.1', 'w0.1#10'), gaveUp('w1.1', 'w0.1#1'), otherWarning]) {
-      expect(check([...stranded, other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
+    const elsewhere = { ...blackhole, proxy: 'proxy1' };
+    for (const other of [
+      [gaveUp('w0.1', 'w0.1#1')],
+      [blackhole, gaveUp('w0.1', 'w0.1#10')],
+      [blackhole, gaveUp('w1.1', 'w0.1#1')],
+      [blackhole, otherWarning],
+      [elsewhere, gaveUp('w0.1', 'w0.1#1')],
+    ]) {
+      expect(check([...stranded, ...other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
     }
   });
 

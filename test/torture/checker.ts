@@ -479,16 +479,17 @@ function unbackedAttempts(
     if (line.type === 'exit' && line.signal === 'SIGKILL') killedAt.set(line.process as string, line.t);
   }
   const excused = (lock: string) => killedAt.has(lock.slice(0, lock.lastIndexOf('#')));
-  // The documented give-up of a claim in doubt: its worker could neither read the row back nor hand it back before
-  // the lease and the hand-back window ended (it was cut off from the database), and logged so for that lock.
-  const claimGivenUp = (lock: string) =>
+  // The documented give-up of a claim in doubt: its worker could not read the row back before the lease ended nor
+  // hand it back before another worker reclaimed it, and logged so for that lock; and its proxy shows why (a faulted
+  // claim or read, a cut or a black hole around it): a worker not cut off has no excuse.
+  const claimGivenUp = (job: string, lock: string, held: HistoryLine) =>
     lines.some(
       (line) =>
         line.type === 'log' &&
         line.p === lock.slice(0, lock.lastIndexOf('#')) &&
         String(line.message).includes(`A claim (lock ${lock})`) &&
-        String(line.message).includes('neither reading its row back nor handing it back'),
-    );
+        String(line.message).includes('could not be read back before its lease ended'),
+    ) && cutOffAround(job, lock, held.t, lines);
   // The lease loss the lock's own worker recorded for the attempt it claimed (its `stale` event), near the claim.
   const leaseLossRecorded = (job: string, lock: string, held: HistoryLine) =>
     lines.some(
@@ -516,7 +517,7 @@ function unbackedAttempts(
       // No attempt was charged after this lock took the row: the count it held was the previous owner's (a reclaim
       // charges the lost attempt as it claims, then dead-letters the row when that was the last one).
       if (Number(next.attemptCount ?? 0) <= Number(held.attemptCount ?? 0)) continue;
-      if (leaseLossRecorded(job, lock, held) || claimGivenUp(lock)) continue;
+      if (leaseLossRecorded(job, lock, held) || claimGivenUp(job, lock, held)) continue;
       violations.push({
         invariant: 5,
         job,
@@ -544,6 +545,24 @@ function unbackedAttempts(
     });
   }
   return violations;
+}
+
+/**
+ * Whether the connection of a lock's worker was in trouble around its claim: the claim's own reply was faulted, or its
+ * proxy faulted a claim or a read, cut or black-holed, from 3 s before the row was seen taken to 5 s after (a lease
+ * and the hand-back window).
+ */
+function cutOffAround(job: string, lock: string, seenAt: number, lines: HistoryLine[]): boolean {
+  const proxy = `proxy${lock.slice(0, lock.lastIndexOf('#')).split('.')[0].slice(1)}`;
+  return lines.some(
+    (line) =>
+      line.t >= seenAt - 3_000 &&
+      line.t <= seenAt + 5_000 &&
+      ((line.type === 'fault-reply' && line.job === job && line.kind === 'claim') ||
+        (line.type === 'fault' &&
+          line.proxy === proxy &&
+          (line.fault === 'cut' || line.fault === 'blackhole' || line.kind === 'claim' || line.kind === 'read'))),
+  );
 }
 
 /** The faults of a lock's proxy, and the kills of its process, in the 3 s before a row was seen taken under it. */
