@@ -209,6 +209,18 @@ export class JobsService {
   }
 
   /**
+   * Makes a delayed pending job due now: its `runAt` moves to now, so the next claim takes it in its turn (priority
+   * and fleet-wide limits still apply, unlike `runNow`, which runs it in this process at once). Never earlier than
+   * the settle window a cancelled run left on a job retried after that cancel (its `lockedUntil`): two handlers never
+   * run it at once. Returns the job afterwards (unchanged when it was not pending, or due already), or null when
+   * there is no such job.
+   * @throws InvalidJobIdError
+   */
+  async promote(id: string): Promise<JobRecord | null> {
+    return this.admin.promote(id);
+  }
+
+  /**
    * Deletes finished jobs of one status now, whatever their retention, optionally only those of one `name` and those
    * finished before `finishedBefore`; resolves how many it deleted. Deletes in bounded batches (each a short command),
    * as many as it takes, or at most `limit` (an integer from 1 to 1,000): call again while it returns `limit`. A cron

@@ -18,8 +18,8 @@ import { requireJobId } from '../utils/require-job-id.js';
 import { JobRunner } from '../worker/job-runner.service.js';
 
 /**
- * What an operator does to stored jobs: cancel, retry and purge (`JobsService.cancel`, `retry` and `purge`, where
- * their contracts are documented; the dashboard goes through those).
+ * What an operator does to stored jobs: cancel, retry, promote and purge (`JobsService.cancel`, `retry`, `promote`
+ * and `purge`, where their contracts are documented; the dashboard goes through those).
  */
 @Injectable()
 export class JobsAdmin {
@@ -67,6 +67,13 @@ export class JobsAdmin {
         this.workArrived.signal();
         return toJobRecord(result.job);
     }
+  }
+
+  /** @throws InvalidJobIdError */
+  async promote(id: string): Promise<JobRecord | null> {
+    const result = await this.admin.promote(requireJobId(id), now());
+    if (result?.promoted) this.workArrived.signal();
+    return result && toJobRecord(result.row);
   }
 
   /** Deletes in batches of at most `SWEEP_BATCH_SIZE` until `limit` or a short batch. @throws InvalidOptionError */

@@ -39,8 +39,11 @@ import { findDashboardJob } from './find-job.js';
 import type { ResolvedDashboardOptions } from './jobs-dashboard.options.js';
 import { DashboardRouteMetadata } from './route-metadata.js';
 
-/** What a retry or cancel must leave the job in to answer 200 (whether this call or an earlier one did it). */
-const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled' } as const satisfies Record<string, JobStatus>;
+/** What a retry, cancel or promote must leave the job in to answer 200 (whether this call or an earlier one did it). */
+const TARGET_STATUS = { retry: 'pending', cancel: 'cancelled', promote: 'pending' } as const satisfies Record<
+  string,
+  JobStatus
+>;
 
 /**
  * The dashboard's controllers for one `forRoot`: a class per call, so its path, guard and payload rule are its own.
@@ -105,6 +108,12 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
       return this.change(id, 'cancel');
     }
 
+    @Post('jobs/:id/promote')
+    @HttpCode(HttpStatus.OK)
+    promote(@Param('id') id: string): Promise<DashboardJobRecord> {
+      return this.change(id, 'promote');
+    }
+
     @Post('purge')
     @HttpCode(HttpStatus.OK)
     async purge(@Body() body: unknown): Promise<{ deleted: number; more: boolean }> {
@@ -117,7 +126,7 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
     }
 
     /** 200 with the row when the job is in the action's target status afterwards; 409 with the row otherwise. */
-    private async change(id: string, action: 'retry' | 'cancel'): Promise<DashboardJobRecord> {
+    private async change(id: string, action: keyof typeof TARGET_STATUS): Promise<DashboardJobRecord> {
       let job: JobRecord;
       try {
         job = await requireJob(id, this.jobs[action](id));

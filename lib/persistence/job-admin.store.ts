@@ -164,6 +164,34 @@ export class JobAdminStore {
     throw new RetryContendedError(id.toHexString(), DEDUPE_WRITE_TRIES);
   }
 
+  /**
+   * Makes a pending job due at `now`: its `runAt` moves earlier, never before the deadline a cancelled run left on it
+   * (`lockedUntil` of a job retried after a cancel while running: that run's handler may still be settling). Written
+   * only over the row as read (status, `runAt` and `lockedUntil`), read again when it changed meanwhile. The row
+   * afterwards, whether or not this call moved it (`promoted` says); null when there is no such job.
+   */
+  async promote(id: Types.ObjectId, now: Date): Promise<{ row: JobDocument; promoted: boolean } | null> {
+    let row = await this.reads.findById(id);
+    for (let tries = 0; row && tries < DEDUPE_WRITE_TRIES; tries += 1) {
+      if (row.status !== 'pending') break;
+      const earliest = row.lockedUntil !== undefined && row.lockedUntil > now ? row.lockedUntil : now;
+      if (row.runAt <= earliest) break;
+      const promoted = await this.collection.findOneAndUpdate(
+        {
+          _id: id,
+          status: 'pending',
+          runAt: row.runAt,
+          lockedUntil: row.lockedUntil === undefined ? { $exists: false } : row.lockedUntil,
+        },
+        { $set: { runAt: earliest, updatedAt: now } },
+        { returnDocument: 'after' },
+      );
+      if (promoted) return { row: promoted, promoted: true };
+      row = await this.reads.findById(id);
+    }
+    return row && { row, promoted: false };
+  }
+
   /** What `cancel` needs to know of a row before its write: its name and tick (for the expiry to stamp). */
   findCancelSubject(id: Types.ObjectId): Promise<Pick<JobDocument, '_id' | 'name' | 'scheduleKey' | 'runAt'> | null> {
     return this.collection.findOne<Pick<JobDocument, '_id' | 'name' | 'scheduleKey' | 'runAt'>>(
