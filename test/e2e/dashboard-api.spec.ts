@@ -245,6 +245,26 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
     expect((await jobs.findById(done))?.status).toBe('completed');
   });
 
+  it('promotes a delayed pending job to due now, and answers 409 with the row for any other status', async () => {
+    const id = (await jobs.enqueue('delayed', {}, { strict: false, delayMs: 3_600_000 })).id;
+    const before = Date.now();
+    const promoted = await request('POST', `/jobs/api/jobs/${id}/promote`);
+    expect(promoted).toMatchObject({ status: 200, body: { id, status: 'pending' } });
+    expect(Date.parse(promoted.body.runAt)).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(promoted.body.runAt)).toBeGreaterThanOrEqual(before);
+    const done = await enqueue('single');
+    await finish(app, done, 'completed');
+    expect(await request('POST', `/jobs/api/jobs/${done}/promote`)).toMatchObject({
+      status: 409,
+      body: {
+        error: 'JobStateConflictError',
+        message: expect.stringContaining('only pending jobs'),
+        job: { id: done },
+      },
+    });
+    expect(await request('POST', `/jobs/api/jobs/${UNKNOWN_ID}/promote`)).toMatchObject({ status: 404 });
+  });
+
   it('answers 409 with the row when retry meets another job holding the dedupe key', async () => {
     const first = (await jobs.enqueue('keyed', {}, { strict: false, dedupeKey: 'k' })).id;
     await finish(app, first, 'failed');
@@ -485,7 +505,7 @@ describe('Dashboard JSON API (anonymous, read-only, payloads shown, custom path)
   it('does not mount mutations: 404, and the job is unchanged', async () => {
     const jobs = app.get(JobsService);
     const id = (await jobs.enqueue('ro', {}, { strict: false })).id;
-    for (const path of [`jobs/${id}/cancel`, `jobs/${id}/retry`, 'jobs/retry', 'purge']) {
+    for (const path of [`jobs/${id}/cancel`, `jobs/${id}/retry`, `jobs/${id}/promote`, 'jobs/retry', 'purge']) {
       expect([
         path,
         (await request('POST', `/admin/queue/api/${path}`, { body: { name: 'ro', status: 'dead' } })).status,

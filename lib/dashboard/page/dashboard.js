@@ -197,6 +197,7 @@ function renderAxes(buckets, peak, bucketMs) {
 function renderMetrics(metrics) {
   state.metrics = metrics;
   renderCounts(metrics);
+  if (!readOnly) renderBulkNames(metrics);
   renderThroughput(metrics);
   renderStatusTabs();
 }
@@ -255,7 +256,7 @@ function jobRow(job) {
     { 'data-id': job.id, 'aria-current': job.id === state.openId ? 'true' : undefined },
     el('td', {}, link),
     el('td', {}, clip(job.name)),
-    el('td', {}, statusBadge(job.status)),
+    el('td', {}, statusBadge(job.status), job.status === 'running' ? progressBar(job.progress) : null),
     el('td', { class: 'num', title: runsText(job) }, `${runs(job)}/${job.maxAttempts}`),
     el('td', {}, formatDate(job.createdAt)),
   );
@@ -324,6 +325,39 @@ function json(value) {
   return el('pre', {}, JSON.stringify(value, null, 2));
 }
 
+/**
+ * A job's progress as a bar, when it reads as one: a number (a percentage, 0 to 100) or `{ done, total }` with
+ * finite numbers and a positive total. Anything else is shown as JSON only.
+ */
+function progressBar(progress) {
+  let value;
+  let max;
+  let text;
+  if (typeof progress === 'number' && Number.isFinite(progress)) {
+    value = Math.min(100, Math.max(0, progress));
+    max = 100;
+    text = `${Math.round(value)}%`;
+  } else if (
+    progress !== null &&
+    typeof progress === 'object' &&
+    Number.isFinite(progress.done) &&
+    Number.isFinite(progress.total) &&
+    progress.total > 0
+  ) {
+    max = progress.total;
+    value = Math.min(max, Math.max(0, progress.done));
+    text = `${progress.done} of ${progress.total}`;
+  } else {
+    return null;
+  }
+  return el(
+    'span',
+    { class: 'progress' },
+    el('progress', { value, max, 'aria-label': `Progress: ${text}` }),
+    el('span', { class: 'progress-text' }, text),
+  );
+}
+
 /** The record's lifecycle in time order: created, scheduled run, each failed attempt, last start, finish. */
 function timelineEvents(job) {
   const events = [{ event: 'created', at: job.createdAt, text: 'Created' }];
@@ -379,7 +413,10 @@ function renderPanel(job) {
     ...field('Name', job.name),
     ...field('Runs', runsText(job)),
     ...field('Last error', job.lastError ?? '—'),
-    ...field('Progress', job.progress === null ? '—' : json(job.progress)),
+    ...field(
+      'Progress',
+      job.progress === null || job.progress === undefined ? '—' : (progressBar(job.progress) ?? json(job.progress)),
+    ),
     ...field('Lease holder', job.lockedBy ?? '—'),
     ...field('Lease deadline', formatDate(job.lockedUntil)),
     ...field('Dedupe key', job.dedupeKey ?? '—'),
@@ -397,6 +434,7 @@ function renderPanel(job) {
   const runnable = OBJECT_ID.test(job.id);
   $('retry').hidden = readOnly || !runnable || !['dead', 'failed', 'cancelled'].includes(job.status);
   $('cancel').hidden = readOnly || !runnable || !['pending', 'running'].includes(job.status);
+  $('promote').hidden = readOnly || !runnable || job.status !== 'pending' || new Date(job.runAt) <= new Date();
   if (!runnable && !$('panel-message').textContent) {
     $('panel-message').textContent = 'This row’s id is not an ObjectId: the library cannot run, retry or cancel it.';
   }
@@ -439,16 +477,114 @@ function closePanel() {
     ?.focus();
 }
 
+/** What the panel says after an action went through. */
+function actedText(action, job) {
+  if (action === 'retry') return 'Retried: the job is pending again.';
+  if (action === 'cancel') return 'Cancelled.';
+  if (new Date(job.runAt) <= new Date()) return 'Due now: the next claim takes it, in its turn.';
+  return `Due at ${formatDate(job.runAt)}: a cancelled run of it may still be settling until then.`;
+}
+
 async function act(action) {
   try {
     const job = await api('POST', `jobs/${encodeURIComponent(state.openId)}/${action}`, {});
-    $('panel-message').textContent = action === 'retry' ? 'Retried: the job is pending again.' : 'Cancelled.';
+    $('panel-message').textContent = actedText(action, job);
     renderPanel(job);
   } catch (error) {
     $('panel-message').textContent = error.message;
     if (error.answer?.job) renderPanel(error.answer.job);
   }
   await refreshJobs();
+}
+
+/** The names the bulk forms offer (the counted ones), keeping each form's choice across refreshes. */
+function renderBulkNames(metrics) {
+  const names = metrics.names.map((entry) => entry.name);
+  for (const [id, first] of [
+    ['bulk-retry-name', []],
+    ['bulk-purge-name', [el('option', { value: '' }, 'any name')]],
+  ]) {
+    const select = $(id);
+    const chosen = select.value;
+    const options = names.map((name) => el('option', { value: name }, name));
+    if (options.every((option, i) => select.options[i + first.length]?.value === option.value)) continue;
+    select.replaceChildren(...first, ...options);
+    if ([...select.options].some((option) => option.value === chosen)) select.value = chosen;
+  }
+  renderBulkRetryCount();
+}
+
+/** How many jobs "Retry all" would look at now (the counts of the last refresh). */
+function bulkRetryCount() {
+  const { name, status } = Object.fromEntries(new FormData($('bulk-retry')));
+  return state.metrics?.names.find((entry) => entry.name === name)?.counts[status] ?? 0;
+}
+
+function renderBulkRetryCount() {
+  const count = bulkRetryCount();
+  $('bulk-retry-count').textContent = `${count} job${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * Calls a bounded bulk route again while it says `more` and the last call did something (skipped rows stay in the
+ * filter: a call that changes nothing would find them again), reporting the running totals after each call.
+ */
+async function repeatBulk(path, body, doneOf, report) {
+  const totals = {};
+  for (;;) {
+    const answer = await api('POST', path, body);
+    for (const [key, value] of Object.entries(answer))
+      if (typeof value === 'number') totals[key] = (totals[key] ?? 0) + value;
+    report(totals, answer.more);
+    if (!answer.more || doneOf(answer) === 0) return totals;
+  }
+}
+
+async function bulkRetry(event) {
+  event.preventDefault();
+  const { name, status } = Object.fromEntries(new FormData($('bulk-retry')));
+  const count = bulkRetryCount();
+  if (!name || count === 0) {
+    $('bulk-message').textContent = `No ${status} job${name ? ` of ${name}` : ''} to retry.`;
+    return;
+  }
+  if (!confirm(`Retry all ${count} ${status} jobs of "${name}"? Each becomes pending and runs again.`)) return;
+  const say = (totals, more) => {
+    const done = `Retried ${totals.retried ?? 0} of ${count} ${status} jobs of ${name}`;
+    const skipped = totals.skipped ? ` (${totals.skipped} skipped)` : '';
+    $('bulk-message').textContent = `${done}${skipped}${more ? '…' : '.'}`;
+  };
+  say({}, true);
+  try {
+    await repeatBulk('jobs/retry', { name, status }, (answer) => answer.retried, say);
+  } catch (error) {
+    $('bulk-message').textContent = `Retry all stopped: ${error.message}`;
+  }
+  await refreshAll();
+}
+
+async function bulkPurge(event) {
+  event.preventDefault();
+  const { name, status, age, unit } = Object.fromEntries(new FormData($('bulk-purge')));
+  const ageMs = Number(age) * Number(unit);
+  if (!Number.isFinite(ageMs) || ageMs < 0) {
+    $('bulk-message').textContent = 'The age must be a number of minutes, hours or days, 0 or more.';
+    return;
+  }
+  const finishedBefore = new Date(Date.now() - ageMs).toISOString();
+  const which = `${status} jobs${name ? ` of "${name}"` : ''} finished before ${formatDate(finishedBefore)}`;
+  if (!confirm(`Delete all ${which}? This cannot be undone.`)) return;
+  const say = (totals, more) => {
+    $('bulk-message').textContent = `Deleted ${totals.deleted ?? 0} ${which}${more ? '…' : '.'}`;
+  };
+  say({}, true);
+  const body = { status, finishedBefore, ...(name && { name }) };
+  try {
+    await repeatBulk('purge', body, (answer) => answer.deleted, say);
+  } catch (error) {
+    $('bulk-message').textContent = `Delete stopped: ${error.message}`;
+  }
+  await refreshAll();
 }
 
 function renderFleet({ workers }) {
@@ -514,6 +650,11 @@ $('filters').addEventListener('submit', (event) => {
 $('clear-filters').addEventListener('click', () => applyFilters({ status: '', name: '', search: '' }));
 $('more').addEventListener('click', loadMore);
 $('retry').addEventListener('click', () => act('retry'));
+$('promote').addEventListener('click', () => act('promote'));
+$('bulk').hidden = readOnly;
+$('bulk-retry').addEventListener('submit', bulkRetry);
+$('bulk-retry').addEventListener('change', renderBulkRetryCount);
+$('bulk-purge').addEventListener('submit', bulkPurge);
 $('cancel').addEventListener('click', () => act('cancel'));
 $('close-panel').addEventListener('click', closePanel);
 // The clipboard API exists in secure contexts only (HTTPS, localhost): elsewhere the button is hidden, and the panel's
