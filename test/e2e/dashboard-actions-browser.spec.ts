@@ -7,6 +7,7 @@ import { type Browser, chromium, type Dialog, type Page } from 'playwright-core'
 import { JobHandler, JobsModule, JobsService } from '../../lib';
 import { JobsDashboardModule } from '../../lib/dashboard';
 import { waitFor } from '../support/jobs-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /** Debian's `chromium` package (`.ci/run` installs it); a missing browser fails this file, it never skips it. */
@@ -24,24 +25,8 @@ class Handlers {
   noop(): void {}
 }
 
-/** A row as a worker leaves it (written directly; its names have no handler here, so no worker touches it). */
-function row(fields: Record<string, unknown>): Record<string, unknown> {
-  const at = new Date();
-  return {
-    payload: null,
-    status: 'dead',
-    runAt: at,
-    priority: 0,
-    attemptCount: 5,
-    maxAttempts: 5,
-    attempts: [],
-    fencingToken: 1,
-    createdAt: at,
-    updatedAt: at,
-    finishedAt: at,
-    ...fields,
-  };
-}
+/** A dead row on its last attempt unless `fields` say otherwise; its names have no handler here. */
+const row = (fields: Record<string, unknown>) => storedJobRow({ status: 'dead', attemptCount: 5, ...fields });
 
 async function startApp(label: string, readOnly: boolean): Promise<{ app: INestApplication; url: string }> {
   @Module({
@@ -69,7 +54,7 @@ describe('dashboard actions, in a real headless Chromium', () => {
   const collection = () => app.get<Connection>(getConnectionToken()).collection('jobs');
   const insert = (docs: Record<string, unknown>[]) => collection().insertMany(docs as never[]);
   /** Every text the bulk status line showed, in order (recorded in the page, so no intermediate one is missed). */
-  const bulkMessages = () => page.evaluate(() => (window as unknown as { bulkMessages: string[] }).bulkMessages);
+  const bulkMessages = () => page.evaluate('window.bulkMessages') as Promise<string[]>;
   /** Answers the next confirm() dialog, and returns its text. */
   const answerNextDialog = (accept: boolean) =>
     new Promise<string>((resolve) =>
@@ -100,16 +85,16 @@ describe('dashboard actions, in a real headless Chromium', () => {
 
   async function openPage(query = ''): Promise<void> {
     await page.goto(`${url}${query}`);
-    await page.evaluate(() => {
-      const messages: string[] = [];
-      (window as unknown as { bulkMessages: string[] }).bulkMessages = messages;
-      const line = document.getElementById('bulk-message') as HTMLElement;
-      new MutationObserver(() => messages.push(line.textContent ?? '')).observe(line, {
+    // Plain page script (the test's types have no DOM): records each text the bulk status line shows.
+    await page.evaluate(`(() => {
+      const messages = (window.bulkMessages = []);
+      const line = document.getElementById('bulk-message');
+      new MutationObserver(() => messages.push(line.textContent)).observe(line, {
         childList: true,
         characterData: true,
         subtree: true,
       });
-    });
+    })()`);
   }
 
   it('runs a delayed job now from its panel: due at once, then run by a worker in its turn', async () => {
@@ -143,8 +128,9 @@ describe('dashboard actions, in a real headless Chromium', () => {
     await openPage('?name=act.progress');
     const bar = (id: string) => page.locator(`#jobs tr[data-id="${id}"] progress`);
     await bar(percent).waitFor();
-    expect(await bar(percent).evaluate((node: HTMLProgressElement) => [node.value, node.max])).toEqual([40, 100]);
-    expect(await bar(fraction).evaluate((node: HTMLProgressElement) => [node.value, node.max])).toEqual([3, 12]);
+    const valueAndMax = async (id: string) => [await bar(id).getAttribute('value'), await bar(id).getAttribute('max')];
+    expect(await valueAndMax(percent)).toEqual(['40', '100']);
+    expect(await valueAndMax(fraction)).toEqual(['3', '12']);
     expect(await page.locator(`#jobs tr[data-id="${fraction}"]`).textContent()).toContain('3 of 12');
     expect(await bar(text).count()).toBe(0);
     // In the panel: the bar, and the JSON of a progress that is not one.

@@ -250,8 +250,8 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
     const before = Date.now();
     const promoted = await request('POST', `/jobs/api/jobs/${id}/promote`);
     expect(promoted).toMatchObject({ status: 200, body: { id, status: 'pending' } });
-    expect(Date.parse(promoted.body.runAt)).toBeLessThanOrEqual(Date.now());
-    expect(Date.parse(promoted.body.runAt)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(String(promoted.body.runAt))).toBeLessThanOrEqual(Date.now());
+    expect(Date.parse(String(promoted.body.runAt))).toBeGreaterThanOrEqual(before);
     const done = await enqueue('single');
     await finish(app, done, 'completed');
     expect(await request('POST', `/jobs/api/jobs/${done}/promote`)).toMatchObject({

@@ -7,6 +7,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { JobHandler, JobsModule } from '../../lib';
 import { JobsDashboardModule } from '../../lib/dashboard';
 import { waitFor } from '../support/jobs-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /** Debian's `chromium` package (`.ci/run` installs it); a missing browser fails this file, it never skips it. */
@@ -23,24 +24,7 @@ class Handlers {
   noop(): void {}
 }
 
-/** A row as a worker leaves it (written directly: a fixture of any size and status in one call, no handler runs). */
-function row(fields: Record<string, unknown>): Record<string, unknown> {
-  const at = new Date();
-  return {
-    payload: null,
-    status: 'completed',
-    runAt: at,
-    priority: 0,
-    attemptCount: 0,
-    maxAttempts: 5,
-    attempts: [],
-    fencingToken: 1,
-    createdAt: at,
-    updatedAt: at,
-    finishedAt: at,
-    ...fields,
-  };
-}
+const row = storedJobRow;
 
 /** The dashboard page as operators use it: loaded rows, long values, links, runs, the chart, the console, tabs. */
 describe('dashboard page for operators, in a real headless Chromium', () => {
