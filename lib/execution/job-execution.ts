@@ -1,15 +1,15 @@
-import { JobCancelledError } from '../errors/job-cancelled.error.js';
-import { JobTimeoutError } from '../errors/job-timeout.error.js';
-import { LeaseLostError } from '../errors/lease-lost.error.js';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
 import type { Lease } from '../lease/lease.js';
+import type { ClaimedJob } from '../model/claimed-job.js';
+import { JobCancelledError } from '../model/job-cancelled.error.js';
+import type { JobExecutionContext } from '../model/job-execution-context.js';
+import { JobTimeoutError } from '../model/job-timeout.error.js';
+import { LeaseLostError } from '../model/lease-lost.error.js';
+import { decodePayload } from '../model/payload-codec.js';
+import { progressSnapshot } from '../model/progress-validator.js';
+import { raceTimeout } from '../model/race-timeout.js';
+import type { RegisteredJobHandler } from '../model/registered-job-handler.js';
+import { WorkerShutdownError } from '../model/worker-shutdown.error.js';
 import type { JobProgress } from '../persistence/job.types.js';
-import type { ClaimedJob } from '../types/claimed-job.js';
-import type { JobExecutionContext } from '../types/job-execution-context.js';
-import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
-import { decodePayload } from '../utils/payload-codec.js';
-import { progressSnapshot } from '../utils/progress-validator.js';
-import { raceTimeout } from '../utils/race-timeout.js';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
 export type ExecutionOutcome =

@@ -1,5 +1,5 @@
-import type { JobCancelledError } from '../errors/job-cancelled.error.js';
-import type { LeaseLostError } from '../errors/lease-lost.error.js';
+import type { JobCancelledError } from '../model/job-cancelled.error.js';
+import type { LeaseLostError } from '../model/lease-lost.error.js';
 import type { JobProgress } from '../persistence/job.types.js';
 import type { HeartbeatClock } from './heartbeat-clock.js';
 

@@ -1,5 +1,5 @@
 import type { mongo, Types } from 'mongoose';
-import { MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
+import { MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
 import type { JobDocument } from './job.schema.js';
 import type { JobAttempt } from './job.types.js';
 

@@ -1,6 +1,6 @@
 import type { mongo } from 'mongoose';
-import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
-import type { NewJobDocument } from '../types/new-job-document.js';
+import type { NewJobDocument } from '../model/new-job-document.js';
+import { UniqueIndexRejectedJobError } from '../model/unique-index-rejected-job.error.js';
 import { clashedIndex, clashOn } from './duplicate-key.js';
 import type { GuaranteeIndex } from './guarantee-indexes.js';
 import type { JobDocument } from './job.schema.js';

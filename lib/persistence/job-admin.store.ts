@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
-import { RetryContendedError } from '../errors/retry-contended.error.js';
-import { DEDUPE_WRITE_TRIES, JOBS_MODEL } from '../jobs.constants.js';
-import { addMs } from '../utils/clock.js';
+import { addMs } from '../model/clock.js';
+import { DEDUPE_WRITE_TRIES, JOBS_MODEL } from '../model/jobs.constants.js';
+import { RetryContendedError } from '../model/retry-contended.error.js';
 import { type DeleteBatch, deleteBatch, settledBy, ticksPastKeep } from './bounded-delete.js';
 import { clashesOn, rejectedJob } from './dedupe-clash.js';
 import { dedupeScope } from './dedupe-scope.js';

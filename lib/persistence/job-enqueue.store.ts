@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import type { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
-import { JOBS_MODEL } from '../jobs.constants.js';
-import type { NewJobDocument } from '../types/new-job-document.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
+import type { NewJobDocument } from '../model/new-job-document.js';
+import type { UniqueIndexRejectedJobError } from '../model/unique-index-rejected-job.error.js';
 import { clashesOn, rejectedJob } from './dedupe-clash.js';
 import { clashOn, duplicateKeyErrorsOnly, isDuplicateKey } from './duplicate-key.js';
 import { DEDUPE_SCOPE_INDEX, SCHEDULE_INDEX } from './guarantee-indexes.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { dedupeScope } from './dedupe-scope.js';
 import { codeOf, duplicateKeyErrorsOnly } from './duplicate-key.js';
 import type { IndexInfo } from './guarantee-indexes.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo, type Types } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import type { JobDocument } from './job.schema.js';
 import type { JobProgress } from './job.types.js';
 import { jobsCollection } from './jobs-collection.js';

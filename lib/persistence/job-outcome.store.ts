@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
-import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
+import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
 import { expiry, failedUpdate } from './finishing-updates.js';
 import type { JobDocument } from './job.schema.js';
 import type { JobAttempt, JobProgress } from './job.types.js';

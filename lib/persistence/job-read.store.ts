@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { idsBefore } from '../query/list-cursor.js';
 import type { JobListQuery } from '../query/list-jobs-options.js';
 import { dueFilter } from './claim-queries.js';

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { type DeleteBatch, deleteBatch, settledBy, ticksPastKeep } from './bounded-delete.js';
 import type { JobDocument } from './job.schema.js';
 import { FINISHED_STATUSES } from './job.types.js';

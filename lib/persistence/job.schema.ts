@@ -1,6 +1,6 @@
 import { Schema, Types } from 'mongoose';
-import { describeJobId } from '../utils/job-id.js';
-import { decodePayload } from '../utils/payload-codec.js';
+import { describeJobId } from '../model/job-id.js';
+import { decodePayload } from '../model/payload-codec.js';
 import {
   CONCURRENCY_SLOT_INDEX,
   DEDUPE_SCOPE_INDEX,

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
+import { now } from '../model/clock.js';
+import { requireJobId } from '../model/require-job-id.js';
 import { toJobRecord } from '../persistence/job.schema.js';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import { now } from '../utils/clock.js';
-import { requireJobId } from '../utils/require-job-id.js';
 import { collectJobMetrics, type JobMetrics } from './job-metrics.js';
 import { type JobMetricsOptions, resolveMetricsOptions } from './job-metrics-options.js';
 import { encodeListCursor } from './list-cursor.js';

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Types } from 'mongoose';
-import { JobCancelledError } from '../../lib/errors/job-cancelled.error';
 import { type ExecutionOutcome, JobExecution } from '../../lib/execution/job-execution';
 import { Lease } from '../../lib/lease/lease';
+import { JobCancelledError } from '../../lib/model/job-cancelled.error';
+import type { RegisteredJobHandler } from '../../lib/model/registered-job-handler';
 import type { JobDocument } from '../../lib/persistence/job.schema';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
 
 const T0 = 1_000_000;
 /** The module's lease, which the claim writes; the handler's own lease is three times it. */

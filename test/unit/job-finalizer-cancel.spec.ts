@@ -1,15 +1,15 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Types } from 'mongoose';
-import { JobCancelledError } from '../../lib/errors/job-cancelled.error';
-import { JobEvents } from '../../lib/events/job-events';
+import type { JobRetention } from '../../lib/admin/job-retention.service';
 import { JobExecution } from '../../lib/execution/job-execution';
 import { JobFinalizer } from '../../lib/execution/job-finalizer.service';
 import { Lease } from '../../lib/lease/lease';
+import { JobCancelledError } from '../../lib/model/job-cancelled.error';
+import { JobEvents } from '../../lib/model/job-events';
+import type { RegisteredJobHandler } from '../../lib/model/registered-job-handler';
 import type { JobDocument } from '../../lib/persistence/job.schema';
 import type { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
-import type { JobRetention } from '../../lib/retention/job-retention.service';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
 import { deferred } from '../support/jobs-app';
 
 const LEASE_MS = 30_000;

@@ -9,9 +9,9 @@ import {
 } from '../../lib';
 import { JobExecution } from '../../lib/execution/job-execution';
 import { Lease } from '../../lib/lease/lease';
+import type { RegisteredJobHandler } from '../../lib/model/registered-job-handler';
 import type { JobDocument } from '../../lib/persistence/job.schema';
 import { createTestJobContext } from '../../lib/testing';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
 
 const LEASE_MS = 30_000;
 
