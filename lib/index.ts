@@ -46,6 +46,7 @@ export type {
 export type { JobEvent, JobEventType } from './model/job-event.js';
 export type { JobExecutionContext } from './model/job-execution-context.js';
 export { JobNotFoundError } from './model/job-not-found.error.js';
+export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './model/job-record.js';
 export { JobStateConflictError } from './model/job-state-conflict.error.js';
 export { JobTimeoutError } from './model/job-timeout.error.js';
 export { JOB_HANDLER_METADATA, MAX_ENQUEUE_ATTEMPTS } from './model/jobs.constants.js';
@@ -78,8 +79,7 @@ export { UnrecoverableJobError } from './model/unrecoverable-job.error.js';
 export { UnstorableResultError } from './model/unstorable-result.error.js';
 export { WaitTimeoutError } from './model/wait-timeout.error.js';
 export { WorkerShutdownError } from './model/worker-shutdown.error.js';
-export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './persistence/job.types.js';
+export type { JobListPage, ListJobsOptions } from './persistence/list-jobs-options.js';
 export type { JobMetrics, JobMetricsBucket, JobNameMetrics } from './query/job-metrics.js';
 export type { JobMetricsOptions } from './query/job-metrics-options.js';
-export type { JobListPage, ListJobsOptions } from './query/list-jobs-options.js';
 export type { DrainOptions } from './worker/drain-options.js';

@@ -1,4 +1,4 @@
-import { resolveModuleRetention } from './admin/retention.resolver.js';
+import { resolveModuleRetention } from './handlers/retention.resolver.js';
 import { InvalidOptionError } from './model/invalid-option.error.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './model/jobs.constants.js';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './model/jobs.options.js';

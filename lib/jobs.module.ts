@@ -2,7 +2,6 @@ import { type DynamicModule, Module, type Provider } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
-import { JobRetention } from './admin/job-retention.service.js';
 import { JobsAdmin } from './admin/jobs-admin.service.js';
 import { RetentionSweeper } from './admin/retention-sweeper.service.js';
 import { ClaimsInDoubt } from './claim/claims-in-doubt.js';
@@ -16,6 +15,7 @@ import { JobFinalizer } from './execution/job-finalizer.service.js';
 import { WorkerPresenceService } from './fleet/worker-presence.service.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
 import { JobHandlerRegistry } from './handlers/job-handler.registry.js';
+import { JobRetention } from './handlers/job-retention.service.js';
 import { JobsExplorer } from './handlers/jobs.explorer.js';
 import { JobsMetadataAccessor } from './handlers/jobs-metadata.accessor.js';
 import {
@@ -28,11 +28,13 @@ import { JobsService } from './jobs.service.js';
 import { resolveJobsOptions } from './jobs-options.resolver.js';
 import { LeaseHeartbeat } from './lease/lease-heartbeat.service.js';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
+import type { JobDocument } from './model/job-document.js';
 import { JobEvents } from './model/job-events.js';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './model/jobs.constants.js';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './model/jobs.options.js';
 import { MongooseConnectionMissingError } from './model/mongoose-connection-missing.error.js';
-import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
+import { ShutdownDeadline } from './model/shutdown-deadline.js';
+import { createJobSchema } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
 import { JOB_STORES } from './persistence/job-stores.js';
 import { JobsQuery } from './query/jobs-query.service.js';
@@ -42,7 +44,6 @@ import { JobRunner } from './worker/job-runner.service.js';
 import { JobWaiter } from './worker/job-waiter.service.js';
 import { JobsDrainer } from './worker/jobs-drainer.js';
 import { RunNow } from './worker/run-now.service.js';
-import { ShutdownDeadline } from './worker/shutdown-deadline.js';
 import { WORKER_STATE } from './worker/worker-state.js';
 
 /**

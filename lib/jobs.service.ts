@@ -21,6 +21,7 @@ import type {
 } from './model/job-catalogue.js';
 import type { JobEvent } from './model/job-event.js';
 import { JobEvents } from './model/job-events.js';
+import type { JobRecord, JobStatus } from './model/job-record.js';
 import type {
   EnqueuedJobRecord,
   EnqueueItem,
@@ -31,11 +32,10 @@ import type {
 import { requireJobId } from './model/require-job-id.js';
 import { isDuration } from './model/validate.js';
 import { toJobRecord } from './persistence/job.schema.js';
-import type { JobRecord, JobStatus } from './persistence/job.types.js';
+import type { JobListPage, ListJobsOptions } from './persistence/list-jobs-options.js';
 import type { JobMetrics } from './query/job-metrics.js';
 import type { JobMetricsOptions } from './query/job-metrics-options.js';
 import { JobsQuery } from './query/jobs-query.service.js';
-import type { JobListPage, ListJobsOptions } from './query/list-jobs-options.js';
 import type { DrainOptions } from './worker/drain-options.js';
 import { JobWaiter } from './worker/job-waiter.service.js';
 import { JobsDrainer } from './worker/jobs-drainer.js';

@@ -1,19 +1,19 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { WorkArrived } from '../enqueue/work-arrived.js';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import { JobRetention } from '../handlers/job-retention.service.js';
 import { now } from '../model/clock.js';
 import { DedupeConflictError } from '../model/dedupe-conflict.error.js';
 import { JobCancelledError } from '../model/job-cancelled.error.js';
 import { JobEvents } from '../model/job-events.js';
+import type { JobRecord } from '../model/job-record.js';
 import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { requireJobId } from '../model/require-job-id.js';
 import { toJobRecord } from '../persistence/job.schema.js';
-import type { JobRecord } from '../persistence/job.types.js';
 import { JobAdminStore } from '../persistence/job-admin.store.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
 import { JobRunner } from '../worker/job-runner.service.js';
-import { JobRetention } from './job-retention.service.js';
 import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from './purge-options.js';
 import { SWEEP_BATCH_SIZE } from './retention-sweeper.service.js';
 

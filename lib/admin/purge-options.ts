@@ -1,7 +1,7 @@
 import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { FINISHED_STATUSES, type FinishedStatus } from '../model/job-record.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { integerInRange, nonEmptyString } from '../model/validate.js';
-import { FINISHED_STATUSES, type FinishedStatus } from '../persistence/job.types.js';
 import type { PurgeFilter } from '../persistence/job-admin.store.js';
 
 /** What `JobsService.purge` deletes. */

@@ -5,13 +5,13 @@ import {
   Logger,
   type OnApplicationBootstrap,
 } from '@nestjs/common';
+import { JobRetention } from '../handlers/job-retention.service.js';
 import { now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { JobRetentionStore } from '../persistence/job-retention.store.js';
-import { ShutdownDeadline } from '../worker/shutdown-deadline.js';
-import { JobRetention } from './job-retention.service.js';
 
 /** Rows one delete removes at most: a short command on any server, however large the backlog. */
 export const SWEEP_BATCH_SIZE = 1_000;

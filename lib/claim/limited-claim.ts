@@ -1,15 +1,15 @@
 import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
-import { isMalformedGroup } from '../execution/runnable-row.js';
+import type { FleetLimits } from '../handlers/fleet-limits.js';
+import type { JobDocument } from '../model/job-document.js';
 import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries.js';
 import { asRefusal, type ClaimRefusal, isRefusal, isSameRefusal } from '../persistence/claim-refusal.js';
 import { mayHaveLanded } from '../persistence/database-errors.js';
 import { isSlotClash } from '../persistence/duplicate-key.js';
-import type { JobDocument } from '../persistence/job.schema.js';
 import { JobClaimStore } from '../persistence/job-claim.store.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import type { FleetLimits } from './fleet-limits.js';
 import { RateTokensRepository, type TakenToken } from './rate-tokens.repository.js';
+import { isMalformedGroup } from './runnable-row.js';
 import { slotPrefix } from './slot-keys.js';
 import { SlotView } from './slot-view.js';
 

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo } from 'mongoose';
+import type { RateLimit } from '../handlers/fleet-limits.js';
+import type { JobDocument } from '../model/job-document.js';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { duplicateKeyErrorsOnly } from '../persistence/duplicate-key.js';
-import type { JobDocument } from '../persistence/job.schema.js';
-import type { RateLimit } from './fleet-limits.js';
 
 /**
  * One start token of a rate-limited name: `max` of them per name, each used at most once per `perMs`, so no window

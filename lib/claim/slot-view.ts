@@ -1,5 +1,5 @@
+import type { FleetLimits } from '../handlers/fleet-limits.js';
 import type { SlotHolder } from '../persistence/claim-queries.js';
-import type { FleetLimits } from './fleet-limits.js';
 import { concurrencySlotKey, concurrencySlotKeys, groupSlotKey, parseGroupSlotKey } from './slot-keys.js';
 
 /**

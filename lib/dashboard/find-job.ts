@@ -1,7 +1,7 @@
 import type { JobsService } from '../jobs.service.js';
 import { parseJobId } from '../model/job-id.js';
 import { JobNotFoundError } from '../model/job-not-found.error.js';
-import type { JobRecord } from '../persistence/job.types.js';
+import type { JobRecord } from '../model/job-record.js';
 
 /** Longest id worth a lookup: `list`'s search bound; anything longer is no stored id. */
 const MAX_FOREIGN_ID_LENGTH = 1_000;

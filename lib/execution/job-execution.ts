@@ -1,28 +1,16 @@
+import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
 import type { Lease } from '../lease/lease.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
+import type { ExecutionOutcome } from '../model/execution-outcome.js';
 import { JobCancelledError } from '../model/job-cancelled.error.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
+import type { JobProgress } from '../model/job-record.js';
 import { JobTimeoutError } from '../model/job-timeout.error.js';
 import { LeaseLostError } from '../model/lease-lost.error.js';
 import { decodePayload } from '../model/payload-codec.js';
 import { progressSnapshot } from '../model/progress-validator.js';
 import { raceTimeout } from '../model/race-timeout.js';
-import type { RegisteredJobHandler } from '../model/registered-job-handler.js';
 import { WorkerShutdownError } from '../model/worker-shutdown.error.js';
-import type { JobProgress } from '../persistence/job.types.js';
-
-/** How an execution ended; decides what (if anything) the runner writes. */
-export type ExecutionOutcome =
-  /** The handler resolved; `result` is its value (`undefined`: no result). */
-  | { kind: 'succeeded'; result: unknown }
-  | { kind: 'failed'; error: unknown }
-  | { kind: 'stale'; error: LeaseLostError }
-  | { kind: 'cancelled' }
-  | { kind: 'shutdown' }
-  /** The handler was never called: the claim's own lease had ended before it could start. */
-  | { kind: 'not_started'; reason: string }
-  /** The handler ignored its abort past the settle wait and the lease then ran out: nothing is written. */
-  | { kind: 'abandoned'; reason: Error };
 
 /** What the runner learns while an execution is under way. */
 export interface ExecutionHooks {

@@ -1,15 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { JobRetention } from '../admin/job-retention.service.js';
+import { JobRetention } from '../handlers/job-retention.service.js';
 import { backoffDelayMs } from '../model/backoff.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
+import type { ExecutionOutcome } from '../model/execution-outcome.js';
 import { JobEvents, type OutcomeSlot } from '../model/job-events.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
 import { assertStorableResult } from '../model/result-validator.js';
 import { isUnrecoverable } from '../model/unrecoverable-job.error.js';
 import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
-import type { ExecutionOutcome, JobExecution } from './job-execution.js';
+import type { JobExecution } from './job-execution.js';
 import { type OutcomeWrite, persistOutcome } from './outcome-persistence.js';
 import type { RowFate } from './row-fate.js';
 

@@ -11,8 +11,8 @@ import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { LIBRARY_VERSION } from '../model/version.js';
-import { ShutdownDeadline } from '../worker/shutdown-deadline.js';
 import { WORKER_STATE, type WorkerState } from '../worker/worker-state.js';
 import {
   CLEANUP_BATCH_SIZE,

@@ -1,16 +1,16 @@
 import type { CronTime } from 'cron';
 import { IANAZone } from 'luxon';
-import { resolveHandlerRetention } from '../admin/retention.resolver.js';
-import { resolveFleetLimits } from '../claim/fleet-limits.resolver.js';
 import { errorInfo } from '../model/error-info.js';
 import { InvalidOptionError } from '../model/invalid-option.error.js';
 import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
-import type { BoundJobHandler, RegisteredJobHandler } from '../model/registered-job-handler.js';
 import { duration, positiveInteger } from '../model/validate.js';
-import { parseCron } from '../schedule/cron-fields.js';
-import { CronSchedule } from '../schedule/cron-schedule.js';
+import { parseCron } from './cron-fields.js';
+import { CronSchedule } from './cron-schedule.js';
+import { resolveFleetLimits } from './fleet-limits.resolver.js';
 import type { JobHandlerMetadata, JobHandlerOptions } from './job-handler.options.js';
+import type { BoundJobHandler, RegisteredJobHandler } from './registered-job-handler.js';
+import { resolveHandlerRetention } from './retention.resolver.js';
 
 /** Validates a decorator's name and options and merges them with the module's. */
 export function resolveJobHandler(

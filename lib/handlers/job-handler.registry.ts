@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DuplicateJobHandlerError } from '../model/duplicate-job-handler.error.js';
-import type { RegisteredJobHandler } from '../model/registered-job-handler.js';
+import type { RegisteredJobHandler } from './registered-job-handler.js';
 
 /** name → handler. Filled by the explorer at bootstrap, read by the runner and JobsService. */
 @Injectable()

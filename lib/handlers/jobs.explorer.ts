@@ -5,11 +5,11 @@ import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { JobsModuleImportedTwiceError } from '../model/jobs-module-imported-twice.error.js';
 import { hasBrand, packageBrand, setBrand } from '../model/package-brand.js';
-import type { BoundJobHandler } from '../model/registered-job-handler.js';
 import { RequestScopedJobHandlerError } from '../model/request-scoped-job-handler.error.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
 import { resolveJobHandler } from './job-handler-options.resolver.js';
 import { JobsMetadataAccessor } from './jobs-metadata.accessor.js';
+import type { BoundJobHandler } from './registered-job-handler.js';
 
 const JOBS_EXPLORER = packageBrand('JobsExplorer');
 

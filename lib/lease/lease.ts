@@ -1,9 +1,9 @@
 import { defer, EMPTY, exhaustMap, of, repeat, Subject } from 'rxjs';
 import { InvalidDurationError } from '../model/invalid-duration.error.js';
 import { JobCancelledError } from '../model/job-cancelled.error.js';
+import type { JobProgress } from '../model/job-record.js';
 import { LeaseLostError } from '../model/lease-lost.error.js';
 import { isDuration } from '../model/validate.js';
-import type { JobProgress } from '../persistence/job.types.js';
 import { HeartbeatClock } from './heartbeat-clock.js';
 import { LeaseBeats } from './lease-beats.js';
 import type { LeaseConfig, LeaseEnd, RenewalAnswer } from './lease-config.js';

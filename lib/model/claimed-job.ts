@@ -1,4 +1,4 @@
-import type { JobDocument } from '../persistence/job.schema.js';
+import type { JobDocument } from './job-document.js';
 
 /** A row this process now owns (`lockedBy === lockId`, status `running`). */
 export interface ClaimedJob {

@@ -1,4 +1,4 @@
-import type { GuaranteeIndex, IndexProblem } from '../persistence/guarantee-indexes.js';
+import type { GuaranteeIndex, IndexProblem } from './guarantee-index.js';
 import { JobsError } from './jobs.error.js';
 
 /**

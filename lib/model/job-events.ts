@@ -1,9 +1,9 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { type Observable, Subject } from 'rxjs';
-import type { JobProgress } from '../persistence/job.types.js';
 import { now } from './clock.js';
 import { IsolatedObservable } from './isolated-observable.js';
 import type { JobEvent, JobEventType } from './job-event.js';
+import type { JobProgress } from './job-record.js';
 import { JOBS_LOGGER_CONTEXT } from './jobs.constants.js';
 
 /** The job an event is about. */

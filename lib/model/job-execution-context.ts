@@ -1,4 +1,4 @@
-import type { JobProgress } from '../persistence/job.types.js';
+import type { JobProgress } from './job-record.js';
 
 /**
  * What a handler gets besides its payload. One per execution (attempt) of a job.

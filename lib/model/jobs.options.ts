@@ -1,4 +1,4 @@
-import type { FinishedStatus } from '../persistence/job.types.js';
+import type { FinishedStatus } from './job-record.js';
 
 /** Exponential backoff between attempts: `min(baseMs · 2^(n−1), maxMs)` scaled by a random factor in [0.5, 1). */
 export interface BackoffOptions {

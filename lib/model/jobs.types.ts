@@ -1,5 +1,5 @@
 import type { ClientSession } from 'mongoose';
-import type { JobRecord } from '../persistence/job.types.js';
+import type { JobRecord } from './job-record.js';
 
 /** Options of `JobsService.enqueue`. */
 export interface EnqueueOptions {

@@ -1,4 +1,4 @@
-import type { JobDocument } from '../persistence/job.schema.js';
+import type { JobDocument } from './job-document.js';
 
 /**
  * A job built for insertion. Its `_id` is generated when it is built (as the driver would at the insert), so this

@@ -1,6 +1,6 @@
 import { mongo } from 'mongoose';
-import type { JobProgress } from '../persistence/job.types.js';
 import { InvalidProgressError } from './invalid-progress.error.js';
+import type { JobProgress } from './job-record.js';
 import { MAX_PROGRESS_BYTES } from './jobs.constants.js';
 import { assertStorableValue } from './payload-validator.js';
 

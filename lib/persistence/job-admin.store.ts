@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
 import { addMs } from '../model/clock.js';
+import type { JobDocument } from '../model/job-document.js';
+import type { FinishedStatus, JobStatus } from '../model/job-record.js';
 import { DEDUPE_WRITE_TRIES, JOBS_MODEL } from '../model/jobs.constants.js';
 import { RetryContendedError } from '../model/retry-contended.error.js';
 import { type DeleteBatch, deleteBatch, settledBy, ticksPastKeep } from './bounded-delete.js';
@@ -9,8 +11,6 @@ import { dedupeScope } from './dedupe-scope.js';
 import { isDuplicateKey } from './duplicate-key.js';
 import { expiry } from './finishing-updates.js';
 import { DEDUPE_SCOPE_INDEX } from './guarantee-indexes.js';
-import type { JobDocument } from './job.schema.js';
-import type { FinishedStatus, JobStatus } from './job.types.js';
 import { JobEnqueueStore } from './job-enqueue.store.js';
 import { JobReadStore } from './job-read.store.js';
 import { jobsCollection } from './jobs-collection.js';

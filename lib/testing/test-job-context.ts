@@ -4,11 +4,11 @@ import { InvalidOptionError } from '../model/invalid-option.error.js';
 import { JobCancelledError } from '../model/job-cancelled.error.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
 import { parseJobId } from '../model/job-id.js';
+import type { JobProgress } from '../model/job-record.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { LeaseLostError } from '../model/lease-lost.error.js';
 import { progressSnapshot } from '../model/progress-validator.js';
 import { duration, nonEmptyString, positiveInteger } from '../model/validate.js';
-import type { JobProgress } from '../persistence/job.types.js';
 
 /** What `createTestJobContext` may be told; everything else has a default of a first attempt. */
 export interface TestJobContextOverrides {

@@ -3,10 +3,11 @@ import type { Types } from 'mongoose';
 import { type ClaimByIdResult, JobClaimService } from '../claim/job-claim.service.js';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import { now } from '../model/clock.js';
+import type { JobDocument } from '../model/job-document.js';
 import { parseJobId } from '../model/job-id.js';
 import type { RunNowConflictReason, RunNowOutcome } from '../model/jobs.types.js';
 import { isInSource } from '../persistence/claim-queries.js';
-import { type JobDocument, toJobRecord } from '../persistence/job.schema.js';
+import { toJobRecord } from '../persistence/job.schema.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
 import { JobRunner } from './job-runner.service.js';
 

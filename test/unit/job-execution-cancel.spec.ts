@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Types } from 'mongoose';
-import { type ExecutionOutcome, JobExecution } from '../../lib/execution/job-execution';
+import { JobExecution } from '../../lib/execution/job-execution';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
+import type { ExecutionOutcome } from '../../lib/model/execution-outcome';
 import { JobCancelledError } from '../../lib/model/job-cancelled.error';
-import type { RegisteredJobHandler } from '../../lib/model/registered-job-handler';
-import type { JobDocument } from '../../lib/persistence/job.schema';
+import type { JobDocument } from '../../lib/model/job-document';
 
 const T0 = 1_000_000;
 /** The module's lease, which the claim writes; the handler's own lease is three times it. */

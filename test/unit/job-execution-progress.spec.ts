@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
 import { JobExecution } from '../../lib/execution/job-execution';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
 import { InvalidDurationError } from '../../lib/model/invalid-duration.error';
 import { InvalidProgressError } from '../../lib/model/invalid-progress.error';
-import type { RegisteredJobHandler } from '../../lib/model/registered-job-handler';
-import type { JobDocument } from '../../lib/persistence/job.schema';
+import type { JobDocument } from '../../lib/model/job-document';
 import { sleep } from '../support/sleep';
 
 const LEASE_MS = 30_000;

@@ -1,14 +1,14 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Types } from 'mongoose';
-import type { JobRetention } from '../../lib/admin/job-retention.service';
 import { JobExecution } from '../../lib/execution/job-execution';
 import { JobFinalizer } from '../../lib/execution/job-finalizer.service';
+import type { JobRetention } from '../../lib/handlers/job-retention.service';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
 import { JobCancelledError } from '../../lib/model/job-cancelled.error';
+import type { JobDocument } from '../../lib/model/job-document';
 import { JobEvents } from '../../lib/model/job-events';
-import type { RegisteredJobHandler } from '../../lib/model/registered-job-handler';
-import type { JobDocument } from '../../lib/persistence/job.schema';
 import type { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
 import { deferred } from '../support/jobs-app';
 

@@ -1,8 +1,8 @@
 import { InvalidOptionError } from '../model/invalid-option.error.js';
 import { parseJobId } from '../model/job-id.js';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from '../model/job-record.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { nonEmptyString } from '../model/validate.js';
-import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types.js';
 import { decodeListCursor } from './list-cursor.js';
 
 /** What `JobsService.list` returns: one page, newest first, and the cursor of the next (null on the last page). */

@@ -1,6 +1,6 @@
-import type { ExecutionOutcome } from '../execution/job-execution.js';
-import type { NewJobDocument } from '../model/new-job-document.js';
-import type { JobDocument } from '../persistence/job.schema.js';
+import type { ExecutionOutcome } from './execution-outcome.js';
+import type { JobDocument } from './job-document.js';
+import type { NewJobDocument } from './new-job-document.js';
 
 /** Injection token of this module's `JobsTelemetry`, or null when telemetry is off or the API is not installed. */
 export const JOBS_TELEMETRY = Symbol('JOBS_TELEMETRY');

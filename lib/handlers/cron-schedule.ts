@@ -1,6 +1,6 @@
 import type { CronTime } from 'cron';
+import { DAY_MS, floorSecond, SECOND_MS } from '../model/time-units.js';
 import { CronFields, parseCron } from './cron-fields.js';
-import { DAY_MS, floorSecond, SECOND_MS } from './time-units.js';
 import { ZoneOffsets } from './zone-offsets.js';
 
 /** The `cron` package's presets whose minute or hour field is `*` (`@hourly` is `0 0 * * * *`). */

@@ -1,7 +1,7 @@
-import type { FleetLimits } from '../claim/fleet-limits.js';
-import type { CronSchedule } from '../schedule/cron-schedule.js';
-import type { JobExecutionContext } from './job-execution-context.js';
-import type { BackoffOptions, RetentionPeriods } from './jobs.options.js';
+import type { JobExecutionContext } from '../model/job-execution-context.js';
+import type { BackoffOptions, RetentionPeriods } from '../model/jobs.options.js';
+import type { CronSchedule } from './cron-schedule.js';
+import type { FleetLimits } from './fleet-limits.js';
 
 export type BoundJobHandler = (payload: unknown, ctx: JobExecutionContext) => unknown;
 

@@ -1,5 +1,5 @@
 import { IANAZone } from 'luxon';
-import { DAY_MS, MINUTE_MS, SECOND_MS } from './time-units.js';
+import { DAY_MS, MINUTE_MS, SECOND_MS } from '../model/time-units.js';
 
 /** A change of a zone's UTC offset: from `at` (an instant, whole seconds) the offset is `after` instead of `before`. */
 export interface ZoneTransition {

@@ -1,8 +1,8 @@
 import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { FINISHED_STATUSES } from '../model/job-record.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions, RetentionPeriods } from '../model/jobs.options.js';
 import { duration } from '../model/validate.js';
-import { FINISHED_STATUSES } from '../persistence/job.types.js';
 
 const KEEP_ALL: RetentionPeriods = { completed: null, dead: null, failed: null, cancelled: null };
 

@@ -1,6 +1,6 @@
 import { describeValue } from '../model/describe-value.js';
+import type { JobDocument } from '../model/job-document.js';
 import { describeJobId, isObjectId } from '../model/job-id.js';
-import type { JobDocument } from '../persistence/job.schema.js';
 
 /**
  * Why a claimed row cannot run as stored, or undefined when it can. Rows written by hand, by another tool or by a

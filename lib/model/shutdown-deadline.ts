@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
-import { JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../model/jobs.constants.js';
-import type { ResolvedJobsOptions } from '../model/jobs.options.js';
-import { raceTimeout } from '../model/race-timeout.js';
+import { JOBS_RESOLVED_OPTIONS, SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from './jobs.constants.js';
+import type { ResolvedJobsOptions } from './jobs.options.js';
+import { raceTimeout } from './race-timeout.js';
 
 /**
  * The one clock every shutdown step of the module reads, so that `close()` keeps its bound whatever is in flight.

@@ -1,5 +1,5 @@
 import { CronTime } from 'cron';
-import { DAY_MS, floorSecond, SECOND_MS } from './time-units.js';
+import { DAY_MS, floorSecond, SECOND_MS } from '../model/time-units.js';
 
 /**
  * How far the searches look. An expression that matches at all matches at least once every 8 years: the rarest day

@@ -1,6 +1,6 @@
+import { CRON_TICK_KEEP_MS } from '../model/catch-up-window.js';
 import { addMs } from '../model/clock.js';
-import type { JobDocument } from '../persistence/job.schema.js';
-import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window.js';
+import type { JobDocument } from '../model/job-document.js';
 
 /** The row fields an expiry depends on. */
 export type ExpiringRow = Pick<JobDocument, 'scheduleKey' | 'runAt'>;

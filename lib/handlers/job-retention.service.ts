@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import type { FinishedStatus } from '../model/job-record.js';
 import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions, RetentionPeriods } from '../model/jobs.options.js';
-import type { FinishedStatus } from '../persistence/job.types.js';
 import { type ExpiringRow, expiryOf } from './job-expiry.js';
+import { JobHandlerRegistry } from './job-handler.registry.js';
 
 /** Which retention a job gets: its handler's when this process has one for its name, else the module's. */
 @Injectable()
