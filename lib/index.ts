@@ -12,21 +12,37 @@ export type { JobsOptionsFactory } from './jobs.module-definition.js';
 export { JobsService } from './jobs.service.js';
 export type { JobsWorkerStatus } from './liveness/jobs-worker-status.js';
 export { MAX_PING_TIMEOUT_MS, type WorkerStatusOptions } from './liveness/worker-status-options.js';
-export { DashboardGuardRequiredError } from './model/dashboard-guard-required.error.js';
-export { DedupeConflictError } from './model/dedupe-conflict.error.js';
-export { DedupeKeyContendedError } from './model/dedupe-key-contended.error.js';
-export { type DrainLeftover, DrainTimeoutError } from './model/drain-timeout.error.js';
-export { DuplicateJobHandlerError } from './model/duplicate-job-handler.error.js';
-export { IndexConflictError } from './model/index-conflict.error.js';
-export { IndexSetupTimeoutError } from './model/index-setup-timeout.error.js';
-export { InvalidCursorError } from './model/invalid-cursor.error.js';
-export { InvalidDurationError } from './model/invalid-duration.error.js';
-export { InvalidJobIdError } from './model/invalid-job-id.error.js';
-export { InvalidOptionError } from './model/invalid-option.error.js';
-export { InvalidPayloadError } from './model/invalid-payload.error.js';
-export { InvalidProgressError } from './model/invalid-progress.error.js';
-export { InvalidSessionError } from './model/invalid-session.error.js';
-export { JobCancelledError } from './model/job-cancelled.error.js';
+export { DashboardGuardRequiredError } from './model/errors/dashboard-guard-required.error.js';
+export { DedupeConflictError } from './model/errors/dedupe-conflict.error.js';
+export { DedupeKeyContendedError } from './model/errors/dedupe-key-contended.error.js';
+export { type DrainLeftover, DrainTimeoutError } from './model/errors/drain-timeout.error.js';
+export { DuplicateJobHandlerError } from './model/errors/duplicate-job-handler.error.js';
+export { IndexConflictError } from './model/errors/index-conflict.error.js';
+export { IndexSetupTimeoutError } from './model/errors/index-setup-timeout.error.js';
+export { InvalidCursorError } from './model/errors/invalid-cursor.error.js';
+export { InvalidDurationError } from './model/errors/invalid-duration.error.js';
+export { InvalidJobIdError } from './model/errors/invalid-job-id.error.js';
+export { InvalidOptionError } from './model/errors/invalid-option.error.js';
+export { InvalidPayloadError } from './model/errors/invalid-payload.error.js';
+export { InvalidProgressError } from './model/errors/invalid-progress.error.js';
+export { InvalidSessionError } from './model/errors/invalid-session.error.js';
+export { JobCancelledError } from './model/errors/job-cancelled.error.js';
+export { JobNotFoundError } from './model/errors/job-not-found.error.js';
+export { JobStateConflictError } from './model/errors/job-state-conflict.error.js';
+export { JobTimeoutError } from './model/errors/job-timeout.error.js';
+export { JobsError } from './model/errors/jobs.error.js';
+export { JobsModuleImportedTwiceError } from './model/errors/jobs-module-imported-twice.error.js';
+export { LeaseLostError } from './model/errors/lease-lost.error.js';
+export { MongooseConnectionMissingError } from './model/errors/mongoose-connection-missing.error.js';
+export { RequestScopedJobHandlerError } from './model/errors/request-scoped-job-handler.error.js';
+export { RetryContendedError } from './model/errors/retry-contended.error.js';
+export { UniqueIndexRejectedJobError } from './model/errors/unique-index-rejected-job.error.js';
+export { UnknownJobError } from './model/errors/unknown-job.error.js';
+export { UnrecoverableJobError } from './model/errors/unrecoverable-job.error.js';
+export { UnstorableResultError } from './model/errors/unstorable-result.error.js';
+export { WaitTimeoutError } from './model/errors/wait-timeout.error.js';
+export { WorkerShutdownError } from './model/errors/worker-shutdown.error.js';
+export type { JobEvent, JobEventType } from './model/events/job-event.js';
 export type {
   CatalogueEnqueueArgs,
   CatalogueEnqueueItem,
@@ -43,14 +59,9 @@ export type {
   UncataloguedEnqueueOptions,
   UncataloguedJobName,
 } from './model/job-catalogue.js';
-export type { JobEvent, JobEventType } from './model/job-event.js';
 export type { JobExecutionContext } from './model/job-execution-context.js';
-export { JobNotFoundError } from './model/job-not-found.error.js';
 export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './model/job-record.js';
-export { JobStateConflictError } from './model/job-state-conflict.error.js';
-export { JobTimeoutError } from './model/job-timeout.error.js';
 export { JOB_HANDLER_METADATA, MAX_ENQUEUE_ATTEMPTS } from './model/jobs.constants.js';
-export { JobsError } from './model/jobs.error.js';
 export type {
   BackoffOptions,
   HandlerRetentionOptions,
@@ -68,17 +79,6 @@ export type {
   RunNowConflictReason,
   RunNowOutcome,
 } from './model/jobs.types.js';
-export { JobsModuleImportedTwiceError } from './model/jobs-module-imported-twice.error.js';
-export { LeaseLostError } from './model/lease-lost.error.js';
-export { MongooseConnectionMissingError } from './model/mongoose-connection-missing.error.js';
-export { RequestScopedJobHandlerError } from './model/request-scoped-job-handler.error.js';
-export { RetryContendedError } from './model/retry-contended.error.js';
-export { UniqueIndexRejectedJobError } from './model/unique-index-rejected-job.error.js';
-export { UnknownJobError } from './model/unknown-job.error.js';
-export { UnrecoverableJobError } from './model/unrecoverable-job.error.js';
-export { UnstorableResultError } from './model/unstorable-result.error.js';
-export { WaitTimeoutError } from './model/wait-timeout.error.js';
-export { WorkerShutdownError } from './model/worker-shutdown.error.js';
 export type { JobListPage, ListJobsOptions } from './persistence/list-jobs-options.js';
 export type { JobMetrics, JobMetricsBucket, JobNameMetrics } from './query/job-metrics.js';
 export type { JobMetricsOptions } from './query/job-metrics-options.js';

@@ -1,5 +1,5 @@
 import { resolveModuleRetention } from './handlers/retention.resolver.js';
-import { InvalidOptionError } from './model/invalid-option.error.js';
+import { InvalidOptionError } from './model/errors/invalid-option.error.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './model/jobs.constants.js';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './model/jobs.options.js';
 import { duration, nonEmptyString, positiveInteger } from './model/validate.js';

@@ -10,7 +10,9 @@ import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status.js';
 import type { WorkerStatusOptions } from './liveness/worker-status-options.js';
 import { now } from './model/clock.js';
-import { InvalidDurationError } from './model/invalid-duration.error.js';
+import { InvalidDurationError } from './model/errors/invalid-duration.error.js';
+import type { JobEvent } from './model/events/job-event.js';
+import { JobEvents } from './model/events/job-events.js';
 import type {
   CatalogueEnqueueArgs,
   DeclaredJobName,
@@ -19,8 +21,6 @@ import type {
   UncataloguedEnqueueArgs,
   UncataloguedJobName,
 } from './model/job-catalogue.js';
-import type { JobEvent } from './model/job-event.js';
-import { JobEvents } from './model/job-events.js';
 import type { JobRecord, JobStatus } from './model/job-record.js';
 import type {
   EnqueuedJobRecord,

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { FINISHED_STATUSES, type FinishedStatus } from '../model/job-record.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { integerInRange, nonEmptyString } from '../model/validate.js';

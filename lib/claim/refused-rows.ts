@@ -3,7 +3,7 @@ import { Types } from 'mongoose';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
-import type { JobEvents } from '../model/job-events.js';
+import type { JobEvents } from '../model/events/job-events.js';
 import type { ByIdScope, ClaimSource } from '../persistence/claim-queries.js';
 import { type ClaimRefusal, isRefusal, isSameRefusal } from '../persistence/claim-refusal.js';
 import { classifyWriteError } from '../persistence/database-errors.js';

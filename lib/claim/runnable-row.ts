@@ -1,4 +1,4 @@
-import { describeValue } from '../model/describe-value.js';
+import { describeValue } from '../model/errors/describe-value.js';
 import type { JobDocument } from '../model/job-document.js';
 import { describeJobId, isObjectId } from '../model/job-id.js';
 

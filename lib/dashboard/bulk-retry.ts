@@ -1,6 +1,6 @@
 import { jobErrorStatus } from '../http/job-error-status.js';
 import type { JobsService } from '../jobs.service.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { nonEmptyString } from '../model/validate.js';
 import { MAX_LIST_LIMIT } from '../persistence/list-jobs-options.js';

@@ -1,5 +1,5 @@
 import type { PurgeOptions } from '../admin/purge-options.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import type { ListJobsOptions } from '../persistence/list-jobs-options.js';
 import type { JobMetricsOptions } from '../query/job-metrics-options.js';
 

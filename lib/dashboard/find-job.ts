@@ -1,6 +1,6 @@
 import type { JobsService } from '../jobs.service.js';
+import { JobNotFoundError } from '../model/errors/job-not-found.error.js';
 import { parseJobId } from '../model/job-id.js';
-import { JobNotFoundError } from '../model/job-not-found.error.js';
 import type { JobRecord } from '../model/job-record.js';
 
 /** Longest id worth a lookup: `list`'s search bound; anything longer is no stored id. */

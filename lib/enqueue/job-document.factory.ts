@@ -4,7 +4,8 @@ import { Types } from 'mongoose';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import { JobsExplorer } from '../handlers/jobs.explorer.js';
 import { addMs, now } from '../model/clock.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { UnknownJobError } from '../model/errors/unknown-job.error.js';
 import {
   JOBS_RESOLVED_OPTIONS,
   MAX_DURATION_MS,
@@ -15,7 +16,6 @@ import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import type { EnqueueOptions } from '../model/jobs.types.js';
 import type { NewJobDocument } from '../model/new-job-document.js';
 import { assertStorablePayload } from '../model/payload-validator.js';
-import { UnknownJobError } from '../model/unknown-job.error.js';
 import {
   duration,
   finiteNumber,

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ClientSession } from 'mongoose';
-import { DedupeKeyContendedError } from '../model/dedupe-key-contended.error.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { DedupeKeyContendedError } from '../model/errors/dedupe-key-contended.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { JobEvents } from '../model/events/job-events.js';
 import type { JobDocument } from '../model/job-document.js';
-import { JobEvents } from '../model/job-events.js';
 import { DEDUPE_WRITE_TRIES } from '../model/jobs.constants.js';
 import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../model/jobs.types.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';

@@ -1,16 +1,16 @@
 import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
 import type { Lease } from '../lease/lease.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { JobTimeoutError } from '../model/errors/job-timeout.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
-import { JobCancelledError } from '../model/job-cancelled.error.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
 import type { JobProgress } from '../model/job-record.js';
-import { JobTimeoutError } from '../model/job-timeout.error.js';
-import { LeaseLostError } from '../model/lease-lost.error.js';
 import { decodePayload } from '../model/payload-codec.js';
 import { progressSnapshot } from '../model/progress-validator.js';
 import { raceTimeout } from '../model/race-timeout.js';
-import { WorkerShutdownError } from '../model/worker-shutdown.error.js';
 
 /** What the runner learns while an execution is under way. */
 export interface ExecutionHooks {

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { duration, positiveInteger } from '../model/validate.js';
 import type { FleetLimits } from './fleet-limits.js';
 

@@ -1,7 +1,7 @@
 import type { CronTime } from 'cron';
 import { IANAZone } from 'luxon';
 import { errorInfo } from '../model/error-info.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { duration, positiveInteger } from '../model/validate.js';

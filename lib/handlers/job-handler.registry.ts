@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DuplicateJobHandlerError } from '../model/duplicate-job-handler.error.js';
+import { DuplicateJobHandlerError } from '../model/errors/duplicate-job-handler.error.js';
 import type { RegisteredJobHandler } from './registered-job-handler.js';
 
 /** name → handler. Filled by the explorer at bootstrap, read by the runner and JobsService. */

@@ -1,11 +1,11 @@
 import { Inject, Injectable, type OnModuleInit } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { JobsModuleImportedTwiceError } from '../model/errors/jobs-module-imported-twice.error.js';
+import { hasBrand, packageBrand, setBrand } from '../model/errors/package-brand.js';
+import { RequestScopedJobHandlerError } from '../model/errors/request-scoped-job-handler.error.js';
 import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
-import { JobsModuleImportedTwiceError } from '../model/jobs-module-imported-twice.error.js';
-import { hasBrand, packageBrand, setBrand } from '../model/package-brand.js';
-import { RequestScopedJobHandlerError } from '../model/request-scoped-job-handler.error.js';
 import { JobHandlerRegistry } from './job-handler.registry.js';
 import { resolveJobHandler } from './job-handler-options.resolver.js';
 import { JobsMetadataAccessor } from './jobs-metadata.accessor.js';

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { FINISHED_STATUSES } from '../model/job-record.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_TIMER_MS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions, RetentionPeriods } from '../model/jobs.options.js';

@@ -1,8 +1,8 @@
 import { defer, EMPTY, exhaustMap, of, repeat, Subject } from 'rxjs';
-import { InvalidDurationError } from '../model/invalid-duration.error.js';
-import { JobCancelledError } from '../model/job-cancelled.error.js';
+import { InvalidDurationError } from '../model/errors/invalid-duration.error.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobProgress } from '../model/job-record.js';
-import { LeaseLostError } from '../model/lease-lost.error.js';
 import { isDuration } from '../model/validate.js';
 import { HeartbeatClock } from './heartbeat-clock.js';
 import { LeaseBeats } from './lease-beats.js';

@@ -1,4 +1,4 @@
-import { InvalidDurationError } from '../model/invalid-duration.error.js';
+import { InvalidDurationError } from '../model/errors/invalid-duration.error.js';
 import { isDuration } from '../model/validate.js';
 
 /**

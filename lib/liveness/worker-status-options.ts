@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { duration, onlyKnownKeys } from '../model/validate.js';
 
 /** Options of `JobsService.workerStatus` (and `JobsHealthIndicator.isHealthy`). */

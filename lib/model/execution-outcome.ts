@@ -1,4 +1,4 @@
-import type { LeaseLostError } from './lease-lost.error.js';
+import type { LeaseLostError } from './errors/lease-lost.error.js';
 
 /** How an execution ended; decides what (if anything) the runner writes. */
 export type ExecutionOutcome =

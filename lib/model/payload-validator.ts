@@ -1,7 +1,7 @@
 import { isUint8Array } from 'node:util/types';
 import { mongo } from 'mongoose';
 import { bsonTagOf } from './bson-value.js';
-import { InvalidPayloadError } from './invalid-payload.error.js';
+import { InvalidPayloadError } from './errors/invalid-payload.error.js';
 import { MAX_PAYLOAD_BYTES } from './jobs.constants.js';
 
 const MAX_DEPTH = 90;

@@ -1,5 +1,5 @@
 import { mongo } from 'mongoose';
-import { InvalidProgressError } from './invalid-progress.error.js';
+import { InvalidProgressError } from './errors/invalid-progress.error.js';
 import type { JobProgress } from './job-record.js';
 import { MAX_PROGRESS_BYTES } from './jobs.constants.js';
 import { assertStorableValue } from './payload-validator.js';

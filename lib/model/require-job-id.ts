@@ -1,5 +1,5 @@
 import type { Types } from 'mongoose';
-import { InvalidJobIdError } from './invalid-job-id.error.js';
+import { InvalidJobIdError } from './errors/invalid-job-id.error.js';
 import { parseJobId } from './job-id.js';
 
 /** A job id from user input as an ObjectId. @throws InvalidJobIdError for anything but a 24-hex string. */

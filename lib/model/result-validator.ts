@@ -1,7 +1,7 @@
 import { mongo } from 'mongoose';
+import { UnstorableResultError } from './errors/unstorable-result.error.js';
 import { MAX_DOCUMENT_BYTES, MAX_PAYLOAD_BYTES, MAX_PROGRESS_BYTES } from './jobs.constants.js';
 import { assertStorableValue } from './payload-validator.js';
-import { UnstorableResultError } from './unstorable-result.error.js';
 
 /** Room for the completion write's own fields (status, dates) on top of the row as claimed and its progress. */
 const COMPLETION_FIELDS_BYTES = 1024;

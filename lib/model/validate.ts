@@ -1,4 +1,4 @@
-import { InvalidOptionError } from './invalid-option.error.js';
+import { InvalidOptionError } from './errors/invalid-option.error.js';
 import { MAX_DURATION_MS } from './jobs.constants.js';
 
 /** Shared option rules; each throws InvalidOptionError naming the option. */

@@ -1,8 +1,8 @@
 import type { mongo } from 'mongoose';
-import type { GuaranteeIndex } from '../model/guarantee-index.js';
+import type { GuaranteeIndex } from '../model/errors/guarantee-index.js';
+import { UniqueIndexRejectedJobError } from '../model/errors/unique-index-rejected-job.error.js';
 import type { JobDocument } from '../model/job-document.js';
 import type { NewJobDocument } from '../model/new-job-document.js';
-import { UniqueIndexRejectedJobError } from '../model/unique-index-rejected-job.error.js';
 import { clashedIndex, clashOn } from './duplicate-key.js';
 
 /** Telling a duplicate key on a guarantee index (an outcome) from one on another unique index (the job is rejected). */

@@ -1,5 +1,5 @@
 import { mongo } from 'mongoose';
-import type { GuaranteeIndex } from '../model/guarantee-index.js';
+import type { GuaranteeIndex } from '../model/errors/guarantee-index.js';
 import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from './guarantee-indexes.js';
 
 /**

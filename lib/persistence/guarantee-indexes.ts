@@ -1,4 +1,4 @@
-import type { GuaranteeIndex, IndexProblem } from '../model/guarantee-index.js';
+import type { GuaranteeIndex, IndexProblem } from '../model/errors/guarantee-index.js';
 
 /** An index as `listIndexes` describes it (only the parts that decide what it enforces). */
 export interface IndexInfo {

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
 import { addMs } from '../model/clock.js';
+import { RetryContendedError } from '../model/errors/retry-contended.error.js';
 import type { JobDocument } from '../model/job-document.js';
 import type { FinishedStatus, JobStatus } from '../model/job-record.js';
 import { DEDUPE_WRITE_TRIES, JOBS_MODEL } from '../model/jobs.constants.js';
-import { RetryContendedError } from '../model/retry-contended.error.js';
 import { type DeleteBatch, deleteBatch, settledBy, ticksPastKeep } from './bounded-delete.js';
 import { clashesOn, rejectedJob } from './dedupe-clash.js';
 import { dedupeScope } from './dedupe-scope.js';

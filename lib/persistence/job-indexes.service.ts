@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { errorInfo } from '../model/error-info.js';
-import { IndexConflictError } from '../model/index-conflict.error.js';
-import { IndexSetupTimeoutError } from '../model/index-setup-timeout.error.js';
+import { IndexConflictError } from '../model/errors/index-conflict.error.js';
+import { IndexSetupTimeoutError } from '../model/errors/index-setup-timeout.error.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { raceTimeout } from '../model/race-timeout.js';

@@ -1,5 +1,5 @@
 import { Schema } from 'mongoose';
-import type { GuaranteeIndex } from '../model/guarantee-index.js';
+import type { GuaranteeIndex } from '../model/errors/guarantee-index.js';
 import type { JobDocument } from '../model/job-document.js';
 import { describeJobId } from '../model/job-id.js';
 import { JOB_STATUSES, type JobRecord } from '../model/job-record.js';

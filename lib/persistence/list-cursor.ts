@@ -1,5 +1,5 @@
 import { mongo } from 'mongoose';
-import { InvalidCursorError } from '../model/invalid-cursor.error.js';
+import { InvalidCursorError } from '../model/errors/invalid-cursor.error.js';
 
 /** Longer than any cursor `list` hands out (a 1 KB string `_id` is already an odd row); bounds the parse. */
 const MAX_CURSOR_LENGTH = 4_096;

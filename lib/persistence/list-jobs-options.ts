@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { parseJobId } from '../model/job-id.js';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from '../model/job-record.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';

@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { duration, nonEmptyString } from '../model/validate.js';
 

@@ -15,7 +15,7 @@ import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js
 import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from '../model/catch-up-window.js';
 import { now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
 import { HOUR_MS } from '../model/time-units.js';
 import { CronTicker } from './cron-ticker.js';

@@ -1,14 +1,14 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import type { Attributes, Context, Counter, Histogram, Link, Span, Tracer } from '@opentelemetry/api';
 import { errorInfo } from '../model/error-info.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { JobTimeoutError } from '../model/errors/job-timeout.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
-import { JobCancelledError } from '../model/job-cancelled.error.js';
 import type { JobDocument } from '../model/job-document.js';
-import { JobTimeoutError } from '../model/job-timeout.error.js';
 import type { AttemptTelemetry, JobsTelemetry } from '../model/jobs-telemetry.js';
-import { LeaseLostError } from '../model/lease-lost.error.js';
 import type { NewJobDocument } from '../model/new-job-document.js';
-import { WorkerShutdownError } from '../model/worker-shutdown.error.js';
 import type { JobReadStore } from '../persistence/job-read.store.js';
 import { JobCountGauges } from './job-count-gauges.js';
 import type { MetricLabels } from './metric-labels.js';

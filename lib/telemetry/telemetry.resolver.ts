@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions, TelemetryOptions } from '../model/jobs.options.js';
 import { duration, nonEmptyString } from '../model/validate.js';

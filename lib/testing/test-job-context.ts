@@ -1,12 +1,12 @@
 import { Types } from 'mongoose';
 import { lockExtensionError } from '../lease/lock-extension.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
-import { JobCancelledError } from '../model/job-cancelled.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
 import { parseJobId } from '../model/job-id.js';
 import type { JobProgress } from '../model/job-record.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
-import { LeaseLostError } from '../model/lease-lost.error.js';
 import { progressSnapshot } from '../model/progress-validator.js';
 import { duration, nonEmptyString, positiveInteger } from '../model/validate.js';
 

@@ -1,5 +1,5 @@
-import { InvalidDurationError } from '../model/invalid-duration.error.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
+import { InvalidDurationError } from '../model/errors/invalid-duration.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { isDuration, nonEmptyString } from '../model/validate.js';
 

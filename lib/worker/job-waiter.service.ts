@@ -1,15 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import { filter } from 'rxjs';
+import { JobNotFoundError } from '../model/errors/job-not-found.error.js';
+import { WaitTimeoutError } from '../model/errors/wait-timeout.error.js';
+import type { JobEventType } from '../model/events/job-event.js';
+import { JobEvents } from '../model/events/job-events.js';
 import type { JobDocument } from '../model/job-document.js';
-import type { JobEventType } from '../model/job-event.js';
-import { JobEvents } from '../model/job-events.js';
-import { JobNotFoundError } from '../model/job-not-found.error.js';
 import type { JobStatus } from '../model/job-record.js';
 import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { raceTimeout } from '../model/race-timeout.js';
-import { WaitTimeoutError } from '../model/wait-timeout.error.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
 import { Wakeup } from './wakeup.js';
 

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { filter } from 'rxjs';
 import { JobClaimService } from '../claim/job-claim.service.js';
-import { type DrainLeftover, DrainTimeoutError } from '../model/drain-timeout.error.js';
-import { InvalidOptionError } from '../model/invalid-option.error.js';
-import type { JobEventType } from '../model/job-event.js';
-import { JobEvents } from '../model/job-events.js';
+import { type DrainLeftover, DrainTimeoutError } from '../model/errors/drain-timeout.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import type { JobEventType } from '../model/events/job-event.js';
+import { JobEvents } from '../model/events/job-events.js';
 import { describeJobId } from '../model/job-id.js';
 import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
 import type { RowFate } from '../execution/row-fate.js';
+import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
 import { SHUTDOWN_SETTLE_MS } from '../model/jobs.constants.js';
 import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
-import { WorkerShutdownError } from '../model/worker-shutdown.error.js';
 import type { RunningExecution } from './running-execution.js';
 
 /** The poll loop as its shutdown sees it, once it stopped claiming (no job starts after this point). */

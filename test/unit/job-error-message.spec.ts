@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { jobErrorMessage } from '../../lib/http/job-error-message';
-import { DrainTimeoutError } from '../../lib/model/drain-timeout.error';
+import { DrainTimeoutError } from '../../lib/model/errors/drain-timeout.error';
 
 describe('jobErrorMessage of a DrainTimeoutError', () => {
   const left = [

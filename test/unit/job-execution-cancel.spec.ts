@@ -3,8 +3,8 @@ import { Types } from 'mongoose';
 import { JobExecution } from '../../lib/execution/job-execution';
 import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
+import { JobCancelledError } from '../../lib/model/errors/job-cancelled.error';
 import type { ExecutionOutcome } from '../../lib/model/execution-outcome';
-import { JobCancelledError } from '../../lib/model/job-cancelled.error';
 import type { JobDocument } from '../../lib/model/job-document';
 
 const T0 = 1_000_000;

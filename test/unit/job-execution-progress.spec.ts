@@ -3,8 +3,8 @@ import { Types } from 'mongoose';
 import { JobExecution } from '../../lib/execution/job-execution';
 import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
-import { InvalidDurationError } from '../../lib/model/invalid-duration.error';
-import { InvalidProgressError } from '../../lib/model/invalid-progress.error';
+import { InvalidDurationError } from '../../lib/model/errors/invalid-duration.error';
+import { InvalidProgressError } from '../../lib/model/errors/invalid-progress.error';
 import type { JobDocument } from '../../lib/model/job-document';
 import { sleep } from '../support/sleep';
 

@@ -6,9 +6,9 @@ import { JobFinalizer } from '../../lib/execution/job-finalizer.service';
 import type { JobRetention } from '../../lib/handlers/job-retention.service';
 import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
-import { JobCancelledError } from '../../lib/model/job-cancelled.error';
+import { JobCancelledError } from '../../lib/model/errors/job-cancelled.error';
+import { JobEvents } from '../../lib/model/events/job-events';
 import type { JobDocument } from '../../lib/model/job-document';
-import { JobEvents } from '../../lib/model/job-events';
 import type { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
 import { deferred } from '../support/jobs-app';
 

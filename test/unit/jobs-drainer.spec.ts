@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { JobClaimService } from '../../lib/claim/job-claim.service';
-import { DrainTimeoutError } from '../../lib/model/drain-timeout.error';
-import { JobEvents } from '../../lib/model/job-events';
+import { DrainTimeoutError } from '../../lib/model/errors/drain-timeout.error';
+import { JobEvents } from '../../lib/model/events/job-events';
 import type { ResolvedJobsOptions } from '../../lib/model/jobs.options';
 import type { JobReadStore } from '../../lib/persistence/job-read.store';
 import { JobsDrainer } from '../../lib/worker/jobs-drainer';

@@ -1,10 +1,10 @@
 import { Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import { type Observable, Subject } from 'rxjs';
-import { now } from './clock.js';
+import { now } from '../clock.js';
+import type { JobProgress } from '../job-record.js';
+import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
 import { IsolatedObservable } from './isolated-observable.js';
 import type { JobEvent, JobEventType } from './job-event.js';
-import type { JobProgress } from './job-record.js';
-import { JOBS_LOGGER_CONTEXT } from './jobs.constants.js';
 
 /** The job an event is about. */
 export type JobEventSubject = Pick<JobEvent, 'jobId' | 'name' | 'attempt'>;

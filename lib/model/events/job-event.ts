@@ -1,4 +1,4 @@
-import type { JobProgress } from './job-record.js';
+import type { JobProgress } from '../job-record.js';
 
 /** What happened to a job in this process. */
 export type JobEventType =
