@@ -1,10 +1,10 @@
-import { InvalidOptionError } from './errors/invalid-option.error.js';
-import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './jobs.constants.js';
-import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options.js';
-import { resolveModuleRetention } from './retention/retention.resolver.js';
+import { resolveModuleRetention } from './handlers/retention.resolver.js';
+import { InvalidOptionError } from './model/errors/invalid-option.error.js';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './model/jobs.constants.js';
+import type { JobsModuleOptions, ResolvedJobsOptions } from './model/jobs.options.js';
+import { duration, nonEmptyString, positiveInteger } from './model/validate.js';
+import { defaultWorkerId } from './model/worker-id.js';
 import { resolveTelemetry } from './telemetry/telemetry.resolver.js';
-import { duration, nonEmptyString, positiveInteger } from './utils/validate.js';
-import { defaultWorkerId } from './utils/worker-id.js';
 
 /** The one place defaults are merged; every rule failure names the option. */
 export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJobsOptions {

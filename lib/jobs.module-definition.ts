@@ -3,7 +3,7 @@ import {
   ConfigurableModuleBuilder,
   type ConfigurableModuleCls,
 } from '@nestjs/common';
-import type { JobsModuleExtras, JobsModuleOptions } from './jobs.options.js';
+import type { JobsModuleExtras, JobsModuleOptions } from './model/jobs.options.js';
 
 const definition = new ConfigurableModuleBuilder<JobsModuleOptions>({ moduleName: 'Jobs' })
   .setClassMethodName('forRoot')

@@ -3,45 +3,46 @@ import { DiscoveryModule } from '@nestjs/core';
 import { getConnectionToken } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import { JobsAdmin } from './admin/jobs-admin.service.js';
+import { RetentionSweeper } from './admin/retention-sweeper.service.js';
 import { ClaimsInDoubt } from './claim/claims-in-doubt.js';
 import { JobClaimService } from './claim/job-claim.service.js';
-import { JobHandlerRegistry } from './discovery/job-handler.registry.js';
-import { JobsExplorer } from './discovery/jobs.explorer.js';
-import { JobsMetadataAccessor } from './discovery/jobs-metadata.accessor.js';
+import { LimitedClaim } from './claim/limited-claim.js';
+import { RateTokensRepository } from './claim/rate-tokens.repository.js';
 import { JobDocumentFactory } from './enqueue/job-document.factory.js';
 import { JobEnqueuer } from './enqueue/job-enqueuer.service.js';
 import { WorkArrived } from './enqueue/work-arrived.js';
-import { MongooseConnectionMissingError } from './errors/mongoose-connection-missing.error.js';
-import { JobEvents } from './events/job-events.js';
 import { JobFinalizer } from './execution/job-finalizer.service.js';
 import { WorkerPresenceService } from './fleet/worker-presence.service.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
-import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './jobs.constants.js';
+import { JobHandlerRegistry } from './handlers/job-handler.registry.js';
+import { JobRetention } from './handlers/job-retention.service.js';
+import { JobsExplorer } from './handlers/jobs.explorer.js';
+import { JobsMetadataAccessor } from './handlers/jobs-metadata.accessor.js';
 import {
   ConfigurableJobsModule,
   JOBS_ASYNC_OPTIONS_TYPE,
   JOBS_MODULE_OPTIONS,
   JOBS_OPTIONS_TYPE,
 } from './jobs.module-definition.js';
-import type { JobsModuleOptions, ResolvedJobsOptions } from './jobs.options.js';
 import { JobsService } from './jobs.service.js';
 import { resolveJobsOptions } from './jobs-options.resolver.js';
 import { LeaseHeartbeat } from './lease/lease-heartbeat.service.js';
-import { LimitedClaim } from './limits/limited-claim.js';
-import { RateTokensRepository } from './limits/rate-tokens.repository.js';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
-import { createJobSchema, type JobDocument } from './persistence/job.schema.js';
+import { MongooseConnectionMissingError } from './model/errors/mongoose-connection-missing.error.js';
+import { JobEvents } from './model/events/job-events.js';
+import type { JobDocument } from './model/job-document.js';
+import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from './model/jobs.constants.js';
+import type { JobsModuleOptions, ResolvedJobsOptions } from './model/jobs.options.js';
+import { ShutdownDeadline } from './model/shutdown-deadline.js';
+import { createJobSchema } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
 import { JOB_STORES } from './persistence/job-stores.js';
 import { JobsQuery } from './query/jobs-query.service.js';
-import { JobRetention } from './retention/job-retention.service.js';
-import { RetentionSweeper } from './retention/retention-sweeper.service.js';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
-import { ShutdownDeadline } from './shutdown/shutdown-deadline.js';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
-import { JobWaiter } from './waiting/job-waiter.service.js';
-import { JobsDrainer } from './waiting/jobs-drainer.js';
 import { JobRunner } from './worker/job-runner.service.js';
+import { JobWaiter } from './worker/job-waiter.service.js';
+import { JobsDrainer } from './worker/jobs-drainer.js';
 import { RunNow } from './worker/run-now.service.js';
 import { WORKER_STATE } from './worker/worker-state.js';
 

@@ -1,30 +1,18 @@
 import { Injectable } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { JobsAdmin } from './admin/jobs-admin.service.js';
+import type { PurgeOptions } from './admin/purge-options.js';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service.js';
-import { InvalidDurationError } from './errors/invalid-duration.error.js';
-import type { JobEvent } from './events/job-event.js';
-import { JobEvents } from './events/job-events.js';
 import type { JobsWorker } from './fleet/jobs-worker.js';
 import { toJobsWorker } from './fleet/worker-presence.js';
 import { WorkersRepository } from './fleet/workers.repository.js';
-import type {
-  EnqueuedJobRecord,
-  EnqueueItem,
-  EnqueueManyOptions,
-  EnqueueOptions,
-  RunNowOutcome,
-} from './jobs.types.js';
 import { JobsWorkerMonitor } from './liveness/jobs-worker.monitor.js';
 import type { JobsWorkerStatus } from './liveness/jobs-worker-status.js';
 import type { WorkerStatusOptions } from './liveness/worker-status-options.js';
-import { toJobRecord } from './persistence/job.schema.js';
-import type { JobRecord, JobStatus } from './persistence/job.types.js';
-import type { JobMetrics } from './query/job-metrics.js';
-import type { JobMetricsOptions } from './query/job-metrics-options.js';
-import { JobsQuery } from './query/jobs-query.service.js';
-import type { JobListPage, ListJobsOptions } from './query/list-jobs-options.js';
-import type { PurgeOptions } from './retention/purge-options.js';
+import { now } from './model/clock.js';
+import { InvalidDurationError } from './model/errors/invalid-duration.error.js';
+import type { JobEvent } from './model/events/job-event.js';
+import { JobEvents } from './model/events/job-events.js';
 import type {
   CatalogueEnqueueArgs,
   DeclaredJobName,
@@ -32,13 +20,25 @@ import type {
   JobPayloads,
   UncataloguedEnqueueArgs,
   UncataloguedJobName,
-} from './types/job-catalogue.js';
-import { now } from './utils/clock.js';
-import { requireJobId } from './utils/require-job-id.js';
-import { isDuration } from './utils/validate.js';
-import type { DrainOptions } from './waiting/drain-options.js';
-import { JobWaiter } from './waiting/job-waiter.service.js';
-import { JobsDrainer } from './waiting/jobs-drainer.js';
+} from './model/job-catalogue.js';
+import type { JobRecord, JobStatus } from './model/job-record.js';
+import type {
+  EnqueuedJobRecord,
+  EnqueueItem,
+  EnqueueManyOptions,
+  EnqueueOptions,
+  RunNowOutcome,
+} from './model/jobs.types.js';
+import { requireJobId } from './model/require-job-id.js';
+import { isDuration } from './model/validate.js';
+import { toJobRecord } from './persistence/job.schema.js';
+import type { JobListPage, ListJobsOptions } from './persistence/list-jobs-options.js';
+import type { JobMetrics } from './query/job-metrics.js';
+import type { JobMetricsOptions } from './query/job-metrics-options.js';
+import { JobsQuery } from './query/jobs-query.service.js';
+import type { DrainOptions } from './worker/drain-options.js';
+import { JobWaiter } from './worker/job-waiter.service.js';
+import { JobsDrainer } from './worker/jobs-drainer.js';
 import { RunNow } from './worker/run-now.service.js';
 
 /** Enqueue, inspect and manage jobs. Inject it anywhere in an app that imports `JobsModule`. */

@@ -1,21 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { WorkArrived } from '../enqueue/work-arrived.js';
-import { DedupeConflictError } from '../errors/dedupe-conflict.error.js';
-import { JobCancelledError } from '../errors/job-cancelled.error.js';
-import { JobEvents } from '../events/job-events.js';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import { JobRetention } from '../handlers/job-retention.service.js';
+import { now } from '../model/clock.js';
+import { DedupeConflictError } from '../model/errors/dedupe-conflict.error.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { JobEvents } from '../model/events/job-events.js';
+import type { JobRecord } from '../model/job-record.js';
+import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { requireJobId } from '../model/require-job-id.js';
 import { toJobRecord } from '../persistence/job.schema.js';
-import type { JobRecord } from '../persistence/job.types.js';
 import { JobAdminStore } from '../persistence/job-admin.store.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import { JobRetention } from '../retention/job-retention.service.js';
-import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from '../retention/purge-options.js';
-import { SWEEP_BATCH_SIZE } from '../retention/retention-sweeper.service.js';
-import { now } from '../utils/clock.js';
-import { requireJobId } from '../utils/require-job-id.js';
 import { JobRunner } from '../worker/job-runner.service.js';
+import { type PurgeOptions, purgeLimit, resolvePurgeFilter } from './purge-options.js';
+import { SWEEP_BATCH_SIZE } from './retention-sweeper.service.js';
 
 /**
  * What an operator does to stored jobs: cancel, retry, promote and purge (`JobsService.cancel`, `retry`, `promote`

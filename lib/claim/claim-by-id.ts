@@ -1,14 +1,14 @@
 import type { Types } from 'mongoose';
-import type { FleetLimits } from '../limits/fleet-limits.js';
-import type { LimitedClaim, LimitedTakeResult } from '../limits/limited-claim.js';
+import type { FleetLimits } from '../handlers/fleet-limits.js';
+import type { ClaimedJob } from '../model/claimed-job.js';
+import { addMs, now } from '../model/clock.js';
+import type { JobDocument } from '../model/job-document.js';
 import type { ByIdScope, ClaimSource } from '../persistence/claim-queries.js';
 import { type ClaimRefusal, isRefusal } from '../persistence/claim-refusal.js';
-import type { JobDocument } from '../persistence/job.schema.js';
 import type { JobClaimStore } from '../persistence/job-claim.store.js';
 import type { JobReadStore } from '../persistence/job-read.store.js';
-import type { ClaimedJob } from '../types/claimed-job.js';
-import { addMs, now } from '../utils/clock.js';
 import type { ClaimsInDoubt } from './claims-in-doubt.js';
+import type { LimitedClaim, LimitedTakeResult } from './limited-claim.js';
 import type { LockIdSequence } from './lock-id.js';
 import type { RefusedRows, RetriedRow } from './refused-rows.js';
 

@@ -1,11 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
+import { errorInfo } from '../model/error-info.js';
+import { firstAnswer, type HedgeSchedule } from '../model/first-answer.js';
+import type { JobDocument } from '../model/job-document.js';
+import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
+import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { mayHaveLanded } from '../persistence/database-errors.js';
-import type { JobDocument } from '../persistence/job.schema.js';
 import { JobClaimStore } from '../persistence/job-claim.store.js';
-import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
-import { errorInfo } from '../utils/error-info.js';
-import { firstAnswer, type HedgeSchedule } from '../utils/first-answer.js';
 
 /**
  * How a claim in doubt is read back and handed back: a copy that fails is retried after 50 ms, doubling up to 1 s; one

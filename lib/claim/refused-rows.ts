@@ -1,13 +1,13 @@
 import type { Logger } from '@nestjs/common';
 import { Types } from 'mongoose';
-import type { JobEvents } from '../events/job-events.js';
+import type { ClaimedJob } from '../model/claimed-job.js';
+import { addMs, now } from '../model/clock.js';
+import { errorInfo } from '../model/error-info.js';
+import type { JobEvents } from '../model/events/job-events.js';
 import type { ByIdScope, ClaimSource } from '../persistence/claim-queries.js';
 import { type ClaimRefusal, isRefusal, isSameRefusal } from '../persistence/claim-refusal.js';
 import { classifyWriteError } from '../persistence/database-errors.js';
 import type { JobClaimStore } from '../persistence/job-claim.store.js';
-import type { ClaimedJob } from '../types/claimed-job.js';
-import { addMs, now } from '../utils/clock.js';
-import { errorInfo } from '../utils/error-info.js';
 import type { ClaimsInDoubt } from './claims-in-doubt.js';
 import type { LockIdSequence } from './lock-id.js';
 import { SetAsideIds } from './set-aside-ids.js';

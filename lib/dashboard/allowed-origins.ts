@@ -1,4 +1,4 @@
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 
 /**
  * Checks `allowedOrigins`: each entry an `http(s)://host[:port]` origin spelt exactly as a browser sends it in

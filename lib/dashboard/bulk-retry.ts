@@ -1,9 +1,9 @@
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
 import { jobErrorStatus } from '../http/job-error-status.js';
-import { MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
 import type { JobsService } from '../jobs.service.js';
-import { MAX_LIST_LIMIT } from '../query/list-jobs-options.js';
-import { nonEmptyString } from '../utils/validate.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
+import { nonEmptyString } from '../model/validate.js';
+import { MAX_LIST_LIMIT } from '../persistence/list-jobs-options.js';
 
 /** Most jobs one bulk retry call looks at: it stays a bounded request; `more` says whether to call again. */
 export const MAX_BULK_RETRY = 1_000;

@@ -13,17 +13,17 @@ import {
   UseFilters,
   UseGuards,
 } from '@nestjs/common';
-import { JobStateConflictError } from '../errors/job-state-conflict.error.js';
-import type { JobsError } from '../errors/jobs.error.js';
+import { MAX_PURGE_LIMIT } from '../admin/purge-options.js';
 import type { JobsWorker } from '../fleet/jobs-worker.js';
 import { jobErrorMessage } from '../http/job-error-message.js';
 import { jobErrorStatus } from '../http/job-error-status.js';
 import { JobsExceptionFilter } from '../http/jobs-exception.filter.js';
 import { requireJob } from '../http/require-job.js';
 import { JobsService } from '../jobs.service.js';
-import type { JobRecord, JobStatus } from '../persistence/job.types.js';
+import { JobStateConflictError } from '../model/errors/job-state-conflict.error.js';
+import type { JobsError } from '../model/errors/jobs.error.js';
+import type { JobRecord, JobStatus } from '../model/job-record.js';
 import type { JobMetrics } from '../query/job-metrics.js';
-import { MAX_PURGE_LIMIT } from '../retention/purge-options.js';
 import { type BulkRetryResult, bulkRetry } from './bulk-retry.js';
 import { createDashboardPageController } from './dashboard-page.controller.js';
 import {

@@ -1,7 +1,7 @@
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import type { PurgeOptions } from '../admin/purge-options.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import type { ListJobsOptions } from '../persistence/list-jobs-options.js';
 import type { JobMetricsOptions } from '../query/job-metrics-options.js';
-import type { ListJobsOptions } from '../query/list-jobs-options.js';
-import type { PurgeOptions } from '../retention/purge-options.js';
 
 /** A query string as Express parses it: strings, or arrays of them for repeated keys. */
 export type QueryString = Record<string, unknown>;

@@ -1,4 +1,4 @@
-import type { JobAttempt, JobRecord } from '../persistence/job.types.js';
+import type { JobAttempt, JobRecord } from '../model/job-record.js';
 
 /**
  * A job as the dashboard answers it: without `payload` and `result` unless payloads are shown, and its attempts

@@ -1,7 +1,7 @@
-import { JobNotFoundError } from '../errors/job-not-found.error.js';
 import type { JobsService } from '../jobs.service.js';
-import type { JobRecord } from '../persistence/job.types.js';
-import { parseJobId } from '../utils/job-id.js';
+import { JobNotFoundError } from '../model/errors/job-not-found.error.js';
+import { parseJobId } from '../model/job-id.js';
+import type { JobRecord } from '../model/job-record.js';
 
 /** Longest id worth a lookup: `list`'s search bound; anything longer is no stored id. */
 const MAX_FOREIGN_ID_LENGTH = 1_000;

@@ -1,6 +1,6 @@
 import type { CanActivate, Type } from '@nestjs/common';
-import { DashboardGuardRequiredError } from '../errors/dashboard-guard-required.error.js';
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { DashboardGuardRequiredError } from '../model/errors/dashboard-guard-required.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { resolveAllowedOrigins } from './allowed-origins.js';
 import { resolveRouteMetadata } from './route-metadata.js';
 

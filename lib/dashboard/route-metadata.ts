@@ -1,6 +1,6 @@
 import { SetMetadata } from '@nestjs/common';
 import * as nestMetadataKeys from '@nestjs/common/constants.js';
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 
 /**
  * Keys Nest itself reads from controllers and handlers (`path`, `method`, `__guards__`, `host`, …): set by an app,

@@ -1,4 +1,4 @@
-import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../jobs.types.js';
+import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../model/jobs.types.js';
 
 /** Every key of `EnqueueOptions`: typed as a record, so a new option that is not listed here fails to compile. */
 const ENQUEUE_OPTIONS: Record<keyof EnqueueOptions, true> = {

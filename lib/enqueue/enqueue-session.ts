@@ -1,6 +1,6 @@
 import type { ClientSession } from 'mongoose';
-import { InvalidSessionError } from '../errors/invalid-session.error.js';
-import { describeValue } from '../utils/describe-value.js';
+import { describeValue } from '../model/errors/describe-value.js';
+import { InvalidSessionError } from '../model/errors/invalid-session.error.js';
 
 /**
  * The `session` option of an enqueue, checked before anything is written: undefined, or a live `ClientSession` that

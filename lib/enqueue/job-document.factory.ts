@@ -1,22 +1,21 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { DateTime } from 'luxon';
 import { Types } from 'mongoose';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
-import { JobsExplorer } from '../discovery/jobs.explorer.js';
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
-import { UnknownJobError } from '../errors/unknown-job.error.js';
+import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import { JobsExplorer } from '../handlers/jobs.explorer.js';
+import { addMs, now } from '../model/clock.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { UnknownJobError } from '../model/errors/unknown-job.error.js';
 import {
   JOBS_RESOLVED_OPTIONS,
   MAX_DURATION_MS,
   MAX_ENQUEUE_ATTEMPTS,
   MAX_JOB_NAME_LENGTH,
-} from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
-import type { EnqueueOptions } from '../jobs.types.js';
-import { dedupeScope } from '../persistence/dedupe-scope.js';
-import type { NewJobDocument } from '../types/new-job-document.js';
-import { addMs, now } from '../utils/clock.js';
-import { assertStorablePayload } from '../utils/payload-validator.js';
+} from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import type { EnqueueOptions } from '../model/jobs.types.js';
+import type { NewJobDocument } from '../model/new-job-document.js';
+import { assertStorablePayload } from '../model/payload-validator.js';
 import {
   duration,
   finiteNumber,
@@ -24,7 +23,8 @@ import {
   nonEmptyString,
   onlyKnownKeys,
   positiveInteger,
-} from '../utils/validate.js';
+} from '../model/validate.js';
+import { dedupeScope } from '../persistence/dedupe-scope.js';
 import { ENQUEUE_OPTION_KEYS } from './enqueue-option-keys.js';
 
 /** Longest `group` enqueue option. */

@@ -1,28 +1,16 @@
-import { JobCancelledError } from '../errors/job-cancelled.error.js';
-import { JobTimeoutError } from '../errors/job-timeout.error.js';
-import { LeaseLostError } from '../errors/lease-lost.error.js';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
+import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
 import type { Lease } from '../lease/lease.js';
-import type { JobProgress } from '../persistence/job.types.js';
-import type { ClaimedJob } from '../types/claimed-job.js';
-import type { JobExecutionContext } from '../types/job-execution-context.js';
-import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
-import { decodePayload } from '../utils/payload-codec.js';
-import { progressSnapshot } from '../utils/progress-validator.js';
-import { raceTimeout } from '../utils/race-timeout.js';
-
-/** How an execution ended; decides what (if anything) the runner writes. */
-export type ExecutionOutcome =
-  /** The handler resolved; `result` is its value (`undefined`: no result). */
-  | { kind: 'succeeded'; result: unknown }
-  | { kind: 'failed'; error: unknown }
-  | { kind: 'stale'; error: LeaseLostError }
-  | { kind: 'cancelled' }
-  | { kind: 'shutdown' }
-  /** The handler was never called: the claim's own lease had ended before it could start. */
-  | { kind: 'not_started'; reason: string }
-  /** The handler ignored its abort past the settle wait and the lease then ran out: nothing is written. */
-  | { kind: 'abandoned'; reason: Error };
+import type { ClaimedJob } from '../model/claimed-job.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { JobTimeoutError } from '../model/errors/job-timeout.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
+import type { ExecutionOutcome } from '../model/execution-outcome.js';
+import type { JobExecutionContext } from '../model/job-execution-context.js';
+import type { JobProgress } from '../model/job-record.js';
+import { decodePayload } from '../model/payload-codec.js';
+import { progressSnapshot } from '../model/progress-validator.js';
+import { raceTimeout } from '../model/race-timeout.js';
 
 /** What the runner learns while an execution is under way. */
 export interface ExecutionHooks {

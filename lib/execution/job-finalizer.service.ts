@@ -1,15 +1,16 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { isUnrecoverable } from '../errors/unrecoverable-job.error.js';
-import { JobEvents, type OutcomeSlot } from '../events/job-events.js';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
+import { JobRetention } from '../handlers/job-retention.service.js';
+import { backoffDelayMs } from '../model/backoff.js';
+import type { ClaimedJob } from '../model/claimed-job.js';
+import { addMs, now } from '../model/clock.js';
+import { errorInfo } from '../model/error-info.js';
+import { isUnrecoverable } from '../model/errors/unrecoverable-job.error.js';
+import { JobEvents, type OutcomeSlot } from '../model/events/job-events.js';
+import type { ExecutionOutcome } from '../model/execution-outcome.js';
+import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
+import { assertStorableResult } from '../model/result-validator.js';
 import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
-import { JobRetention } from '../retention/job-retention.service.js';
-import type { ClaimedJob } from '../types/claimed-job.js';
-import { backoffDelayMs } from '../utils/backoff.js';
-import { addMs, now } from '../utils/clock.js';
-import { errorInfo } from '../utils/error-info.js';
-import { assertStorableResult } from '../utils/result-validator.js';
-import type { ExecutionOutcome, JobExecution } from './job-execution.js';
+import type { JobExecution } from './job-execution.js';
 import { type OutcomeWrite, persistOutcome } from './outcome-persistence.js';
 import type { RowFate } from './row-fate.js';
 

@@ -1,6 +1,6 @@
 import type { Lease } from '../lease/lease.js';
+import { raceTimeout } from '../model/race-timeout.js';
 import { classifyWriteError, mayHaveLanded } from '../persistence/database-errors.js';
-import { raceTimeout } from '../utils/race-timeout.js';
 
 /** One owner-fenced outcome write: true when it matched the row this execution owns. */
 export type OutcomeWrite = () => Promise<boolean>;

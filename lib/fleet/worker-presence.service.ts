@@ -7,12 +7,12 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { JobClaimService } from '../claim/job-claim.service.js';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
-import { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
-import { addMs, now } from '../utils/clock.js';
-import { errorInfo } from '../utils/error-info.js';
-import { LIBRARY_VERSION } from '../version.js';
+import { addMs, now } from '../model/clock.js';
+import { errorInfo } from '../model/error-info.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { ShutdownDeadline } from '../model/shutdown-deadline.js';
+import { LIBRARY_VERSION } from '../model/version.js';
 import { WORKER_STATE, type WorkerState } from '../worker/worker-state.js';
 import {
   CLEANUP_BATCH_SIZE,

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
-import type { JobDocument } from '../persistence/job.schema.js';
+import type { JobDocument } from '../model/job-document.js';
+import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import type { WorkerPresence, WorkerPresenceDocument } from './worker-presence.js';
 
 /** Every query and update on the presence collection, `<collectionName>_workers`, next to the jobs collection. */

@@ -1,8 +1,8 @@
-import { DrainTimeoutError } from '../errors/drain-timeout.error.js';
-import type { JobsError } from '../errors/jobs.error.js';
-import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
-import { UnknownJobError } from '../errors/unknown-job.error.js';
-import { describeValue } from '../utils/describe-value.js';
+import { describeValue } from '../model/errors/describe-value.js';
+import { DrainTimeoutError } from '../model/errors/drain-timeout.error.js';
+import type { JobsError } from '../model/errors/jobs.error.js';
+import { UniqueIndexRejectedJobError } from '../model/errors/unique-index-rejected-job.error.js';
+import { UnknownJobError } from '../model/errors/unknown-job.error.js';
 
 /**
  * The message an HTTP caller gets for a library error it caused. Most messages are about the request and go as they

@@ -1,6 +1,6 @@
 import { type ArgumentsHost, Catch, HttpException } from '@nestjs/common';
 import { BaseExceptionFilter } from '@nestjs/core';
-import { JobsError } from '../errors/jobs.error.js';
+import { JobsError } from '../model/errors/jobs.error.js';
 import { jobErrorMessage } from './job-error-message.js';
 import { jobErrorStatus } from './job-error-status.js';
 

@@ -1,4 +1,4 @@
-import { JobNotFoundError } from '../errors/job-not-found.error.js';
+import { JobNotFoundError } from '../model/errors/job-not-found.error.js';
 
 /**
  * The job a lookup found, or `JobNotFoundError` (404 through `JobsExceptionFilter`) when there was none: for

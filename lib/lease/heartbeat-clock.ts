@@ -1,5 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
-import { MAX_TIMER_MS } from '../jobs.constants.js';
+import { MAX_TIMER_MS } from '../model/jobs.constants.js';
 
 /** What a heartbeat clock calls when a lease's beat is due. */
 export interface HeartbeatListener {

@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from '../jobs.constants.js';
+import { MAX_TIMER_MS } from '../model/jobs.constants.js';
 import type { HeartbeatClock, HeartbeatListener, ScheduledBeat } from './heartbeat-clock.js';
 
 /** A beat may run this fraction of its interval early, to share a timer and a round trip with others due then. */

@@ -1,6 +1,6 @@
-import type { JobCancelledError } from '../errors/job-cancelled.error.js';
-import type { LeaseLostError } from '../errors/lease-lost.error.js';
-import type { JobProgress } from '../persistence/job.types.js';
+import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import type { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import type { JobProgress } from '../model/job-record.js';
 import type { HeartbeatClock } from './heartbeat-clock.js';
 
 /**

@@ -1,9 +1,9 @@
 import { defer, EMPTY, exhaustMap, of, repeat, Subject } from 'rxjs';
-import { InvalidDurationError } from '../errors/invalid-duration.error.js';
-import { JobCancelledError } from '../errors/job-cancelled.error.js';
-import { LeaseLostError } from '../errors/lease-lost.error.js';
-import type { JobProgress } from '../persistence/job.types.js';
-import { isDuration } from '../utils/validate.js';
+import { InvalidDurationError } from '../model/errors/invalid-duration.error.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import type { JobProgress } from '../model/job-record.js';
+import { isDuration } from '../model/validate.js';
 import { HeartbeatClock } from './heartbeat-clock.js';
 import { LeaseBeats } from './lease-beats.js';
 import type { LeaseConfig, LeaseEnd, RenewalAnswer } from './lease-config.js';

@@ -1,5 +1,5 @@
-import { InvalidDurationError } from '../errors/invalid-duration.error.js';
-import { isDuration } from '../utils/validate.js';
+import { InvalidDurationError } from '../model/errors/invalid-duration.error.js';
+import { isDuration } from '../model/validate.js';
 
 /**
  * Why `ms` cannot be passed to `ctx.extendLockTime`, or undefined when it can: the one rule for a lease extension,

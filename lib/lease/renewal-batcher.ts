@@ -1,5 +1,5 @@
 import type { Types } from 'mongoose';
-import type { JobProgress } from '../persistence/job.types.js';
+import type { JobProgress } from '../model/job-record.js';
 import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/job-lease.store.js';
 
 /** Most renewals one command carries; more in one flush are sent as several commands at once. */

@@ -1,4 +1,4 @@
-import type { JobProgress } from '../persistence/job.types.js';
+import type { JobProgress } from '../model/job-record.js';
 
 /**
  * One coalesced renewal request: what every request that joined it while it waited asked for (the longest duration,

@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from '../jobs.constants.js';
+import { MAX_TIMER_MS } from '../model/jobs.constants.js';
 
 /**
  * Zero or one timer that calls `onExpired` once a deadline has passed. Arming replaces the timer; a deadline already

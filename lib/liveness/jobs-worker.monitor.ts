@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { now } from '../model/clock.js';
+import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { raceTimeout } from '../model/race-timeout.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import { now } from '../utils/clock.js';
-import { raceTimeout } from '../utils/race-timeout.js';
 import { type PollState, WORKER_STATE, type WorkerState } from '../worker/worker-state.js';
 import type { JobsWorkerStatus } from './jobs-worker-status.js';
 import { resolvePingTimeout, type WorkerStatusOptions } from './worker-status-options.js';

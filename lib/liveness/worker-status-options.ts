@@ -1,5 +1,5 @@
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
-import { duration, onlyKnownKeys } from '../utils/validate.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { duration, onlyKnownKeys } from '../model/validate.js';
 
 /** Options of `JobsService.workerStatus` (and `JobsHealthIndicator.isHealthy`). */
 export interface WorkerStatusOptions {

@@ -1,7 +1,7 @@
 import type { mongo } from 'mongoose';
-import { CRON_TICK_KEEP_MS } from '../schedule/catch-up-window.js';
-import { addMs } from '../utils/clock.js';
-import type { JobDocument } from './job.schema.js';
+import { CRON_TICK_KEEP_MS } from '../model/catch-up-window.js';
+import { addMs } from '../model/clock.js';
+import type { JobDocument } from '../model/job-document.js';
 
 /** Deleting finished rows in bounded batches (retention's sweep, `purge`), and the rows neither may delete yet. */
 

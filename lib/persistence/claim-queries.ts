@@ -1,7 +1,7 @@
 import type { mongo, Types } from 'mongoose';
-import { MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
-import type { JobDocument } from './job.schema.js';
-import type { JobAttempt } from './job.types.js';
+import type { JobDocument } from '../model/job-document.js';
+import type { JobAttempt } from '../model/job-record.js';
+import { MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
 
 /**
  * How a claim finds and takes a row: the filters, sorts and updates of a claim (`pending`) and a reclaim (`running`),

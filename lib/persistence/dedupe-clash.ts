@@ -1,9 +1,9 @@
 import type { mongo } from 'mongoose';
-import { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
-import type { NewJobDocument } from '../types/new-job-document.js';
+import type { GuaranteeIndex } from '../model/errors/guarantee-index.js';
+import { UniqueIndexRejectedJobError } from '../model/errors/unique-index-rejected-job.error.js';
+import type { JobDocument } from '../model/job-document.js';
+import type { NewJobDocument } from '../model/new-job-document.js';
 import { clashedIndex, clashOn } from './duplicate-key.js';
-import type { GuaranteeIndex } from './guarantee-indexes.js';
-import type { JobDocument } from './job.schema.js';
 
 /** Telling a duplicate key on a guarantee index (an outcome) from one on another unique index (the job is rejected). */
 

@@ -1,5 +1,6 @@
 import { mongo } from 'mongoose';
-import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX, type GuaranteeIndex } from './guarantee-indexes.js';
+import type { GuaranteeIndex } from '../model/errors/guarantee-index.js';
+import { CONCURRENCY_SLOT_INDEX, GROUP_SLOT_INDEX } from './guarantee-indexes.js';
 
 /**
  * Reading duplicate-key errors (code 11000): which index refused a write, and on which field. The only place that

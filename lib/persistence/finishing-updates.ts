@@ -1,5 +1,5 @@
 import type { mongo } from 'mongoose';
-import type { JobDocument } from './job.schema.js';
+import type { JobDocument } from '../model/job-document.js';
 import { RELEASED_FIELDS } from './row-fields.js';
 
 /** Updates that end a run, shared by the claim (set aside), outcome and admin stores. */

@@ -1,3 +1,5 @@
+import type { GuaranteeIndex, IndexProblem } from '../model/errors/guarantee-index.js';
+
 /** An index as `listIndexes` describes it (only the parts that decide what it enforces). */
 export interface IndexInfo {
   name: string;
@@ -6,14 +8,6 @@ export interface IndexInfo {
   sparse?: boolean;
   partialFilterExpression?: unknown;
   collation?: unknown;
-}
-
-/** A unique sparse single-field index that an exactly-once promise depends on. */
-export interface GuaranteeIndex {
-  name: string;
-  field: string;
-  /** What breaks without it, for error messages. */
-  guards: string;
 }
 
 export const DEDUPE_SCOPE_INDEX: GuaranteeIndex = {
@@ -49,13 +43,6 @@ export const GUARANTEE_INDEXES: readonly GuaranteeIndex[] = [
 
 /** The global unique index on `dedupeKey` of versions before dedupe keys were scoped by job name. */
 const LEGACY_DEDUPE_INDEX = { name: 'dedupe', field: 'dedupeKey' };
-
-/** An index on `guarantee.name` or on its key that does not enforce it, and why. */
-export interface IndexProblem {
-  /** The offending index, or null when the guarantee index is simply missing. */
-  conflictingIndex: string | null;
-  problem: string;
-}
 
 /**
  * Checks the listed indexes for one guarantee: every index with its name or its key must be exactly unique + sparse

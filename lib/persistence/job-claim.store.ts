@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import type { JobDocument } from '../model/job-document.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import {
   type ByIdScope,
   byIdScopeFilter,
@@ -17,7 +18,6 @@ import {
 } from './claim-queries.js';
 import { type ClaimRefusal, refusalAsOutcome } from './claim-refusal.js';
 import { failedUpdate } from './finishing-updates.js';
-import type { JobDocument } from './job.schema.js';
 import { jobsCollection } from './jobs-collection.js';
 import { LOCK_FIELDS } from './row-fields.js';
 

@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import type { UniqueIndexRejectedJobError } from '../errors/unique-index-rejected-job.error.js';
-import { JOBS_MODEL } from '../jobs.constants.js';
-import type { NewJobDocument } from '../types/new-job-document.js';
+import type { UniqueIndexRejectedJobError } from '../model/errors/unique-index-rejected-job.error.js';
+import type { JobDocument } from '../model/job-document.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
+import type { NewJobDocument } from '../model/new-job-document.js';
 import { clashesOn, rejectedJob } from './dedupe-clash.js';
 import { clashOn, duplicateKeyErrorsOnly, isDuplicateKey } from './duplicate-key.js';
 import { DEDUPE_SCOPE_INDEX, SCHEDULE_INDEX } from './guarantee-indexes.js';
-import type { JobDocument } from './job.schema.js';
 import { jobsCollection } from './jobs-collection.js';
 import { LIVE } from './row-fields.js';
 

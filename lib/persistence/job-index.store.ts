@@ -1,11 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import type { JobDocument } from '../model/job-document.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { classifyWriteError } from './database-errors.js';
 import { dedupeScope } from './dedupe-scope.js';
 import { codeOf, duplicateKeyErrorsOnly } from './duplicate-key.js';
 import type { IndexInfo } from './guarantee-indexes.js';
-import type { JobDocument } from './job.schema.js';
 import { jobsCollection } from './jobs-collection.js';
 import { LIVE } from './row-fields.js';
 

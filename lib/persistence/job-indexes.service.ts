@@ -1,10 +1,10 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { IndexConflictError } from '../errors/index-conflict.error.js';
-import { IndexSetupTimeoutError } from '../errors/index-setup-timeout.error.js';
-import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
-import { errorInfo } from '../utils/error-info.js';
-import { raceTimeout } from '../utils/race-timeout.js';
+import { errorInfo } from '../model/error-info.js';
+import { IndexConflictError } from '../model/errors/index-conflict.error.js';
+import { IndexSetupTimeoutError } from '../model/errors/index-setup-timeout.error.js';
+import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { raceTimeout } from '../model/race-timeout.js';
 import { classifyWriteError } from './database-errors.js';
 import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes.js';
 import { JobIndexStore } from './job-index.store.js';

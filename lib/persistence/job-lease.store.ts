@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { type Model, mongo, type Types } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
-import type { JobDocument } from './job.schema.js';
-import type { JobProgress } from './job.types.js';
+import type { JobDocument } from '../model/job-document.js';
+import type { JobProgress } from '../model/job-record.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { jobsCollection } from './jobs-collection.js';
 import { owned } from './owner-fence.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';

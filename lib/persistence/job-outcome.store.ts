@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
-import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../jobs.constants.js';
+import type { JobDocument } from '../model/job-document.js';
+import type { JobAttempt, JobProgress } from '../model/job-record.js';
+import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
 import { expiry, failedUpdate } from './finishing-updates.js';
-import type { JobDocument } from './job.schema.js';
-import type { JobAttempt, JobProgress } from './job.types.js';
 import { jobsCollection } from './jobs-collection.js';
 import { updateOwned } from './owner-fence.js';
 import { LOCK_FIELDS, RELEASED_FIELDS, USER_VALUE_OPTIONS } from './row-fields.js';

@@ -1,12 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
-import { idsBefore } from '../query/list-cursor.js';
-import type { JobListQuery } from '../query/list-jobs-options.js';
+import type { JobDocument } from '../model/job-document.js';
+import type { FinishedStatus, JobStatus } from '../model/job-record.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { dueFilter } from './claim-queries.js';
-import type { JobDocument } from './job.schema.js';
-import type { FinishedStatus, JobStatus } from './job.types.js';
 import { jobsCollection } from './jobs-collection.js';
+import { idsBefore } from './list-cursor.js';
+import type { JobListQuery } from './list-jobs-options.js';
 
 /** One name and status of `countUnfinished`: how many rows, the smallest id, and how many leases have run out. */
 export interface UnfinishedGroup {

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo } from 'mongoose';
-import { JOBS_MODEL } from '../jobs.constants.js';
+import type { JobDocument } from '../model/job-document.js';
+import { FINISHED_STATUSES } from '../model/job-record.js';
+import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { type DeleteBatch, deleteBatch, settledBy, ticksPastKeep } from './bounded-delete.js';
-import type { JobDocument } from './job.schema.js';
-import { FINISHED_STATUSES } from './job.types.js';
 import { jobsCollection } from './jobs-collection.js';
 
 /** Retention's sweep: deletes expired finished rows in bounded batches. */

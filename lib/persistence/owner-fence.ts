@@ -1,5 +1,5 @@
 import type { mongo, Types } from 'mongoose';
-import type { JobDocument } from './job.schema.js';
+import type { JobDocument } from '../model/job-document.js';
 
 /** The fence on every write an execution makes: only the current owner of a running row may change it. */
 export function owned(id: Types.ObjectId, lockId: string): mongo.Filter<JobDocument> {

@@ -1,4 +1,4 @@
-import type { JobStatus } from './job.types.js';
+import type { JobStatus } from '../model/job-record.js';
 
 /** Field sets and write options the stores share. */
 

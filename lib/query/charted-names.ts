@@ -1,4 +1,4 @@
-import type { JobStatus } from '../persistence/job.types.js';
+import type { JobStatus } from '../model/job-record.js';
 
 /**
  * The names `metrics` returns buckets for when the caller names none: the `limit` names with the most failed + dead

@@ -1,6 +1,6 @@
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
-import { MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
-import { duration, nonEmptyString } from '../utils/validate.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
+import { duration, nonEmptyString } from '../model/validate.js';
 
 /** The time series of `JobsService.metrics`: a window back from now, cut into equal buckets. */
 export interface JobMetricsOptions {

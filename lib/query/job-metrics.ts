@@ -1,4 +1,4 @@
-import { JOB_STATUSES, type JobStatus } from '../persistence/job.types.js';
+import { JOB_STATUSES, type JobStatus } from '../model/job-record.js';
 import type { JobReadStore } from '../persistence/job-read.store.js';
 import { chartedNames } from './charted-names.js';
 import type { ResolvedMetricsOptions } from './job-metrics-options.js';

@@ -1,13 +1,13 @@
 import { Injectable } from '@nestjs/common';
+import { now } from '../model/clock.js';
+import { JOB_STATUSES, type JobRecord, type JobStatus } from '../model/job-record.js';
+import { requireJobId } from '../model/require-job-id.js';
 import { toJobRecord } from '../persistence/job.schema.js';
-import { JOB_STATUSES, type JobRecord, type JobStatus } from '../persistence/job.types.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import { now } from '../utils/clock.js';
-import { requireJobId } from '../utils/require-job-id.js';
+import { encodeListCursor } from '../persistence/list-cursor.js';
+import { type JobListPage, type ListJobsOptions, resolveListQuery } from '../persistence/list-jobs-options.js';
 import { collectJobMetrics, type JobMetrics } from './job-metrics.js';
 import { type JobMetricsOptions, resolveMetricsOptions } from './job-metrics-options.js';
-import { encodeListCursor } from './list-cursor.js';
-import { type JobListPage, type ListJobsOptions, resolveListQuery } from './list-jobs-options.js';
 
 /**
  * Reads of stored jobs: one by id, counts per status, pages of a list, dashboard figures (`JobsService.findById`,

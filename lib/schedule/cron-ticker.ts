@@ -1,5 +1,5 @@
-import type { CronSchedule } from './cron-schedule.js';
-import { SECOND_MS } from './time-units.js';
+import type { CronSchedule } from '../handlers/cron-schedule.js';
+import { SECOND_MS } from '../model/time-units.js';
 
 /** A timer may fire a moment before its instant; it still stands for the tick it was set for. */
 const EARLY_FIRE_TOLERANCE_MS = 100;

@@ -8,17 +8,17 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob } from 'cron';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
 import { JobEnqueuer } from '../enqueue/job-enqueuer.service.js';
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
-import { JOBS_LOGGER_CONTEXT } from '../jobs.constants.js';
-import type { RegisteredJobHandler } from '../types/registered-job-handler.js';
-import { now } from '../utils/clock.js';
-import { errorInfo } from '../utils/error-info.js';
-import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from './catch-up-window.js';
-import type { CronSchedule } from './cron-schedule.js';
+import type { CronSchedule } from '../handlers/cron-schedule.js';
+import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
+import { CRON_CATCH_UP_WINDOW_MS, isPastCatchUpWindow } from '../model/catch-up-window.js';
+import { now } from '../model/clock.js';
+import { errorInfo } from '../model/error-info.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
+import { HOUR_MS } from '../model/time-units.js';
 import { CronTicker } from './cron-ticker.js';
-import { HOUR_MS } from './time-units.js';
 import { ZonedCronTime } from './zoned-cron-time.js';
 
 /**

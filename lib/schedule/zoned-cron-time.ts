@@ -1,6 +1,6 @@
 import { CronTime } from 'cron';
 import { DateTime } from 'luxon';
-import type { CronSchedule } from './cron-schedule.js';
+import type { CronSchedule } from '../handlers/cron-schedule.js';
 
 type CronStart = Parameters<CronTime['getNextDateFrom']>[0];
 

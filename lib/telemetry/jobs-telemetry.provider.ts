@@ -1,9 +1,9 @@
 import type { Provider } from '@nestjs/common';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
-import { JOBS_RESOLVED_OPTIONS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions } from '../jobs.options.js';
+import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import { JOBS_TELEMETRY, type JobsTelemetry } from './jobs-telemetry.js';
 import { MetricLabels } from './metric-labels.js';
 import { OpenTelemetryJobsTelemetry } from './open-telemetry-jobs-telemetry.js';
 import { loadOpenTelemetryApi } from './opentelemetry-api.loader.js';

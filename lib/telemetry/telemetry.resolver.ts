@@ -1,7 +1,7 @@
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
-import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../jobs.constants.js';
-import type { ResolvedJobsOptions, TelemetryOptions } from '../jobs.options.js';
-import { duration, nonEmptyString } from '../utils/validate.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from '../model/jobs.constants.js';
+import type { ResolvedJobsOptions, TelemetryOptions } from '../model/jobs.options.js';
+import { duration, nonEmptyString } from '../model/validate.js';
 import { OTHER_LABEL } from './metric-labels.js';
 
 /** Names `telemetry.extraJobNames` may list: each is one more series per metric. */

@@ -1,14 +1,14 @@
 import { Types } from 'mongoose';
-import { InvalidOptionError } from '../errors/invalid-option.error.js';
-import { JobCancelledError } from '../errors/job-cancelled.error.js';
-import { LeaseLostError } from '../errors/lease-lost.error.js';
-import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../jobs.constants.js';
 import { lockExtensionError } from '../lease/lock-extension.js';
-import type { JobProgress } from '../persistence/job.types.js';
-import type { JobExecutionContext } from '../types/job-execution-context.js';
-import { parseJobId } from '../utils/job-id.js';
-import { progressSnapshot } from '../utils/progress-validator.js';
-import { duration, nonEmptyString, positiveInteger } from '../utils/validate.js';
+import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
+import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import type { JobExecutionContext } from '../model/job-execution-context.js';
+import { parseJobId } from '../model/job-id.js';
+import type { JobProgress } from '../model/job-record.js';
+import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
+import { progressSnapshot } from '../model/progress-validator.js';
+import { duration, nonEmptyString, positiveInteger } from '../model/validate.js';
 
 /** What `createTestJobContext` may be told; everything else has a default of a first attempt. */
 export interface TestJobContextOverrides {

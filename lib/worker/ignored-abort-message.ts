@@ -1,5 +1,5 @@
-import type { JobEventSubject } from '../events/job-events.js';
 import type { Lease } from '../lease/lease.js';
+import type { JobEventSubject } from '../model/events/job-events.js';
 
 /** The warning for a handler still running `settleMs` after its abort. */
 export function ignoredAbortMessage(about: JobEventSubject, settleMs: number, reason: Error, lease: Lease): string {

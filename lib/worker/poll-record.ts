@@ -1,4 +1,4 @@
-import { now } from '../utils/clock.js';
+import { now } from '../model/clock.js';
 import type { PollState } from './worker-state.js';
 
 /** What the poll loop did lately, as liveness reads it: the loop records each step here. */

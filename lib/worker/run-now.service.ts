@@ -1,13 +1,14 @@
 import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import { type ClaimByIdResult, JobClaimService } from '../claim/job-claim.service.js';
-import { JobHandlerRegistry } from '../discovery/job-handler.registry.js';
-import type { RunNowConflictReason, RunNowOutcome } from '../jobs.types.js';
+import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
+import { now } from '../model/clock.js';
+import type { JobDocument } from '../model/job-document.js';
+import { parseJobId } from '../model/job-id.js';
+import type { RunNowConflictReason, RunNowOutcome } from '../model/jobs.types.js';
 import { isInSource } from '../persistence/claim-queries.js';
-import { type JobDocument, toJobRecord } from '../persistence/job.schema.js';
+import { toJobRecord } from '../persistence/job.schema.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
-import { now } from '../utils/clock.js';
-import { parseJobId } from '../utils/job-id.js';
 import { JobRunner } from './job-runner.service.js';
 
 /** Claims of one `runNow` that miss a row which is takeable again right after (see `claimForRunNow`). */

@@ -1,5 +1,6 @@
-import type { ExecutionOutcome, JobExecution } from '../execution/job-execution.js';
+import type { JobExecution } from '../execution/job-execution.js';
 import type { RowFate } from '../execution/row-fate.js';
+import type { ExecutionOutcome } from '../model/execution-outcome.js';
 
 /** One execution in a slot of the poll loop, from its start until its outcome is written (or left to its lease). */
 export interface RunningExecution {

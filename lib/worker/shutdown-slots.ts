@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
-import { WorkerShutdownError } from '../errors/worker-shutdown.error.js';
 import type { RowFate } from '../execution/row-fate.js';
-import { SHUTDOWN_SETTLE_MS } from '../jobs.constants.js';
-import type { ShutdownDeadline } from '../shutdown/shutdown-deadline.js';
+import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
+import { SHUTDOWN_SETTLE_MS } from '../model/jobs.constants.js';
+import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import type { RunningExecution } from './running-execution.js';
 
 /** The poll loop as its shutdown sees it, once it stopped claiming (no job starts after this point). */

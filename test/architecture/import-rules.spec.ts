@@ -50,18 +50,21 @@ describe('import rules (dependency-cruiser)', () => {
     }
     symlinkSync(resolve('node_modules'), join(copy, 'node_modules'), 'dir');
     // An arrow from the bottom floor (model) to the top one (the dashboard entry point); it also closes a folder
-    // cycle, since the dashboard imports lib/utils.
-    write(copy, 'lib/utils/upward.ts', "export { JobsDashboardModule } from '../dashboard/index.js';\n");
+    // cycle, since the dashboard imports lib/model.
+    write(copy, 'lib/model/upward.ts', "export { JobsDashboardModule } from '../dashboard/index.js';\n");
     // A file cycle inside one folder: no folder arrow, no floor arrow, only the cycle.
     write(copy, 'lib/http/cycle-a.ts', "import { b } from './cycle-b.js';\nexport const a = () => b;\n");
     write(copy, 'lib/http/cycle-b.ts', "import { a } from './cycle-a.js';\nexport const b = () => a;\n");
+    // An arrow from a subfolder up to its parent folder, whose own files import the subfolder: a folder cycle that
+    // dependency-cruiser's folder graph does not show (it counts lib/model/errors/ as part of lib/model/).
+    write(copy, 'lib/model/errors/up.ts', "export { addMs } from '../clock.js';\n");
     // A folder that is on no floor.
-    write(copy, 'lib/annex/annex.ts', "export { now } from '../utils/clock.js';\n");
+    write(copy, 'lib/annex/annex.ts', "export { now } from '../model/clock.js';\n");
     // A listed violation that does not occur (as if it had been fixed and left in the list).
     const known = JSON.parse(readFileSync(KNOWN_VIOLATIONS, 'utf8')) as unknown[];
     const gone = {
       type: 'dependency',
-      from: 'lib/utils/clock.ts',
+      from: 'lib/model/clock.ts',
       to: 'lib/lease/lease.ts',
       rule: { severity: 'error', name: 'no-upward-from-model' },
     };
@@ -114,15 +117,18 @@ describe('import rules (dependency-cruiser)', () => {
     // A cycle is one violation, reported from one of its edges.
     expect(notFolderCycles.map((line) => line.replace(/ \(cycle: .*\)$/, '')).sort()).toEqual([
       'no-circular: lib/http/cycle-a.ts → lib/http/cycle-b.ts',
-      'no-upward-from-model: lib/utils/upward.ts → lib/dashboard/index.ts',
-      'not-on-a-floor: lib/annex/annex.ts → lib/utils/clock.ts',
+      'no-upward-from-model: lib/model/upward.ts → lib/dashboard/index.ts',
+      'not-on-a-floor: lib/annex/annex.ts → lib/model/clock.ts',
     ]);
     expect(report.newViolations).toContainEqual(
-      'no-folder-cycle: lib/utils → lib/dashboard (cycle: lib/utils → lib/dashboard → lib/utils)',
+      'no-folder-cycle: lib/model → lib/dashboard (cycle: lib/model → lib/dashboard → lib/model)',
     );
-    expect(report.fixedButListed).toEqual(['no-upward-from-model: lib/utils/clock.ts → lib/lease/lease.ts']);
+    expect(report.newViolations).toContainEqual(
+      'no-folder-cycle: lib/model → lib/model/errors (cycle: lib/model → lib/model/errors → lib/model)',
+    );
+    expect(report.fixedButListed).toEqual(['no-upward-from-model: lib/model/clock.ts → lib/lease/lease.ts']);
     // The text output names them for whoever runs `npm run lint:imports`.
-    expect(text).toContain('no-upward-from-model: lib/utils/upward.ts → lib/dashboard/index.ts');
+    expect(text).toContain('no-upward-from-model: lib/model/upward.ts → lib/dashboard/index.ts');
     expect(text).toContain('no longer occur');
     expect(text).toContain('Import rules broken');
   });

@@ -5,7 +5,8 @@ import { NestFactory } from '@nestjs/core';
 import { MongooseModule } from '@nestjs/mongoose';
 import { type Collection, type CommandStartedEvent, type Db, MongoClient, ObjectId } from 'mongodb';
 import { JobsModule, type JobsModuleOptions } from '../../lib';
-import { createJobSchema, type JobDocument } from '../../lib/persistence/job.schema';
+import type { JobDocument } from '../../lib/model/job-document';
+import { createJobSchema } from '../../lib/persistence/job.schema';
 
 /** Everything the scenarios share: the server's URI and one raw driver client for setup and cleanup. */
 export interface BenchContext {

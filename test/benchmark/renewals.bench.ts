@@ -4,7 +4,7 @@ import { getConnectionToken } from '@nestjs/mongoose';
 import type { MongoClient } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { type JobExecutionContext, JobHandler, JobsService } from '../../lib';
-import { DEFAULT_JOBS_OPTIONS } from '../../lib/jobs.constants';
+import { DEFAULT_JOBS_OPTIONS } from '../../lib/model/jobs.constants';
 import { type BenchContext, benchDbName, createBenchApp, dropDatabase } from './bench-app';
 import { CpuMeter } from './cpu-meter';
 import { type BenchConfig, fmt, fmtInt, formatTable, log, nowMs, sleep, withTimeout } from './helpers';

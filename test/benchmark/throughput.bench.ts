@@ -5,8 +5,8 @@ import { getConnectionToken } from '@nestjs/mongoose';
 import { type Document, MongoClient, type ObjectId, type UpdateFilter } from 'mongodb';
 import { type Connection, mongo } from 'mongoose';
 import { JobHandler, JobsService } from '../../lib';
-import { MAX_ATTEMPT_HISTORY } from '../../lib/jobs.constants';
-import { defaultWorkerId } from '../../lib/utils/worker-id';
+import { MAX_ATTEMPT_HISTORY } from '../../lib/model/jobs.constants';
+import { defaultWorkerId } from '../../lib/model/worker-id';
 import {
   type BenchContext,
   benchDbName,

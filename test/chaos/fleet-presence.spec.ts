@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
-import { LIBRARY_VERSION } from '../../lib/version';
+import { LIBRARY_VERSION } from '../../lib/model/version';
 import { ChaosCluster } from '../support/chaos-cluster';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';

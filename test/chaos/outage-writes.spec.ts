@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type MongoClient, ObjectId } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/jobs.constants';
+import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/model/jobs.constants';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { Collection } from 'mongodb';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import type { JobDocument } from '../../lib/persistence/job.schema';
+import type { JobDocument } from '../../lib/model/job-document';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 

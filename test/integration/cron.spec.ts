@@ -4,7 +4,7 @@ import { Cron, ScheduleModule, SchedulerRegistry } from '@nestjs/schedule';
 import { CronJob, CronTime } from 'cron';
 import { Settings } from 'luxon';
 import { InvalidOptionError, type JobExecutionContext, JobHandler } from '../../lib';
-import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
+import { JobHandlerRegistry } from '../../lib/handlers/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
 import { ZonedCronTime } from '../../lib/schedule/zoned-cron-time';
 import { createIndexReady } from '../support/indexes';

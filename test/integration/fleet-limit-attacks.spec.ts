@@ -3,8 +3,8 @@ import { Injectable } from '@nestjs/common';
 import type { Db, MongoClient } from 'mongodb';
 import { mongo, type Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { RateTokensRepository } from '../../lib/limits/rate-tokens.repository';
-import { concurrencySlotKey } from '../../lib/limits/slot-keys';
+import { RateTokensRepository } from '../../lib/claim/rate-tokens.repository';
+import { concurrencySlotKey } from '../../lib/claim/slot-keys';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 

@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { Db, MongoClient } from 'mongodb';
 import { Types } from 'mongoose';
 import { InvalidOptionError, type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
-import { concurrencySlotKey } from '../../lib/limits/slot-keys';
+import { concurrencySlotKey } from '../../lib/claim/slot-keys';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { LIBRARY_VERSION } from '../../lib/version';
+import { LIBRARY_VERSION } from '../../lib/model/version';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';
 

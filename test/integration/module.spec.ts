@@ -17,8 +17,8 @@ import {
   RequestScopedJobHandlerError,
   UnknownJobError,
 } from '../../lib';
-import { JOBS_RESOLVED_OPTIONS } from '../../lib/jobs.constants';
-import type { ResolvedJobsOptions } from '../../lib/jobs.options';
+import { JOBS_RESOLVED_OPTIONS } from '../../lib/model/jobs.constants';
+import type { ResolvedJobsOptions } from '../../lib/model/jobs.options';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 

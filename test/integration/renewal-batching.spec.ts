@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { Collection, Document, MongoClient } from 'mongodb';
 import { type Connection, mongo, Types } from 'mongoose';
 import { RenewalBatcher } from '../../lib/lease/renewal-batcher';
-import { now } from '../../lib/utils/clock';
+import { now } from '../../lib/model/clock';
 import { createIndexReady } from '../support/indexes';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';

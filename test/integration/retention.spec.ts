@@ -3,7 +3,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { Types } from 'mongoose';
 import { InvalidOptionError, JobHandler, UnrecoverableJobError } from '../../lib';
-import { JobHandlerRegistry } from '../../lib/discovery/job-handler.registry';
+import { JobHandlerRegistry } from '../../lib/handlers/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { sleep } from '../support/sleep';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { type MongoClient, ObjectId } from 'mongodb';
 import { type JobExecutionContext, JobHandler, type JobsModuleOptions } from '../../lib';
-import { concurrencySlotKey, groupSlotKey } from '../../lib/limits/slot-keys';
+import { concurrencySlotKey, groupSlotKey } from '../../lib/claim/slot-keys';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';

@@ -3,7 +3,7 @@ import { type BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import type { Connection } from 'mongoose';
 import { type JobExecutionContext, JobHandler, WorkerShutdownError } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
-import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/jobs.constants';
+import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/model/jobs.constants';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { SessionWireProxy } from '../support/session-wire-proxy';

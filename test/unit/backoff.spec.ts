@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { backoffDelayMs } from '../../lib/utils/backoff';
+import { backoffDelayMs } from '../../lib/model/backoff';
 
 describe('backoffDelayMs', () => {
   const backoff = { baseMs: 1000, maxMs: 10_000 };

@@ -3,10 +3,10 @@ import * as topLevelBson from 'bson';
 import * as topLevelDriver from 'mongodb';
 import { mongo, Types } from 'mongoose';
 import { InvalidPayloadError, InvalidProgressError, UnstorableResultError } from '../../lib';
+import { assertStorablePayload } from '../../lib/model/payload-validator';
+import { assertValidProgress } from '../../lib/model/progress-validator';
+import { assertStorableResult } from '../../lib/model/result-validator';
 import { createTestJobContext } from '../../lib/testing';
-import { assertStorablePayload } from '../../lib/utils/payload-validator';
-import { assertValidProgress } from '../../lib/utils/progress-validator';
-import { assertStorableResult } from '../../lib/utils/result-validator';
 
 /** An upstream API's answer passed through: a plain object that carries the bson library's type tag. */
 const lookAlike = (bsontype: unknown = 'ObjectId') => ({ _bsontype: bsontype, id: 'aaaaaaaaaaaaaaaaaaaaaaaa' });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { DateTime } from 'luxon';
-import { CronFields, parseCron } from '../../lib/schedule/cron-fields';
-import { CronSchedule } from '../../lib/schedule/cron-schedule';
-import { ZoneOffsets } from '../../lib/schedule/zone-offsets';
+import { CronFields, parseCron } from '../../lib/handlers/cron-fields';
+import { CronSchedule } from '../../lib/handlers/cron-schedule';
+import { ZoneOffsets } from '../../lib/handlers/zone-offsets';
 
 const t = (iso: string) => new Date(iso);
 const HOUR = 3_600_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { CronSchedule } from '../../lib/schedule/cron-schedule';
+import { CronSchedule } from '../../lib/handlers/cron-schedule';
 import { CronTicker } from '../../lib/schedule/cron-ticker';
 
 const t = (iso: string) => new Date(iso);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from '@jest/globals';
 import { mongo } from 'mongoose';
-import { MAX_ATTEMPT_HISTORY, MAX_PAYLOAD_BYTES } from '../../lib/jobs.constants';
 import {
   ERROR_CLASS_MAX_BYTES,
   ERROR_MESSAGE_MAX_BYTES,
   ERROR_STACK_MAX_BYTES,
   errorInfo,
-} from '../../lib/utils/error-info';
+} from '../../lib/model/error-info';
+import { MAX_ATTEMPT_HISTORY, MAX_PAYLOAD_BYTES } from '../../lib/model/jobs.constants';
 
 const utf8 = (text: string | undefined) => Buffer.byteLength(text ?? '');
 const NINE_MB = 9 * 1024 * 1024;

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { firstAnswer, type HedgeSchedule } from '../../lib/utils/first-answer';
+import { firstAnswer, type HedgeSchedule } from '../../lib/model/first-answer';
 
 const T0 = 1_000_000;
 const SCHEDULE: HedgeSchedule = { hedgeMs: 250, maxInFlight: 3, retry: { baseMs: 50, maxMs: 1_000 } };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
-import { DrainTimeoutError } from '../../lib/errors/drain-timeout.error';
 import { jobErrorMessage } from '../../lib/http/job-error-message';
+import { DrainTimeoutError } from '../../lib/model/errors/drain-timeout.error';
 
 describe('jobErrorMessage of a DrainTimeoutError', () => {
   const left = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { JobEvent } from '../../lib';
-import { JobEvents } from '../../lib/events/job-events';
+import { JobEvents } from '../../lib/model/events/job-events';
 
 const job = (attempt: number) => ({ jobId: 'a1', name: 'n', attempt });
 

@@ -1,10 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Types } from 'mongoose';
-import { JobCancelledError } from '../../lib/errors/job-cancelled.error';
-import { type ExecutionOutcome, JobExecution } from '../../lib/execution/job-execution';
+import { JobExecution } from '../../lib/execution/job-execution';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
-import type { JobDocument } from '../../lib/persistence/job.schema';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
+import { JobCancelledError } from '../../lib/model/errors/job-cancelled.error';
+import type { ExecutionOutcome } from '../../lib/model/execution-outcome';
+import type { JobDocument } from '../../lib/model/job-document';
 
 const T0 = 1_000_000;
 /** The module's lease, which the claim writes; the handler's own lease is three times it. */

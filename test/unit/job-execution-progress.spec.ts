@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
-import { InvalidDurationError } from '../../lib/errors/invalid-duration.error';
-import { InvalidProgressError } from '../../lib/errors/invalid-progress.error';
 import { JobExecution } from '../../lib/execution/job-execution';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
-import type { JobDocument } from '../../lib/persistence/job.schema';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
+import { InvalidDurationError } from '../../lib/model/errors/invalid-duration.error';
+import { InvalidProgressError } from '../../lib/model/errors/invalid-progress.error';
+import type { JobDocument } from '../../lib/model/job-document';
 import { sleep } from '../support/sleep';
 
 const LEASE_MS = 30_000;

@@ -1,15 +1,15 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { Logger } from '@nestjs/common';
 import { Types } from 'mongoose';
-import { JobCancelledError } from '../../lib/errors/job-cancelled.error';
-import { JobEvents } from '../../lib/events/job-events';
 import { JobExecution } from '../../lib/execution/job-execution';
 import { JobFinalizer } from '../../lib/execution/job-finalizer.service';
+import type { JobRetention } from '../../lib/handlers/job-retention.service';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
-import type { JobDocument } from '../../lib/persistence/job.schema';
+import { JobCancelledError } from '../../lib/model/errors/job-cancelled.error';
+import { JobEvents } from '../../lib/model/events/job-events';
+import type { JobDocument } from '../../lib/model/job-document';
 import type { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
-import type { JobRetention } from '../../lib/retention/job-retention.service';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
 import { deferred } from '../support/jobs-app';
 
 const LEASE_MS = 30_000;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from '@jest/globals';
 import type { JobClaimService } from '../../lib/claim/job-claim.service';
-import { DrainTimeoutError } from '../../lib/errors/drain-timeout.error';
-import { JobEvents } from '../../lib/events/job-events';
-import type { ResolvedJobsOptions } from '../../lib/jobs.options';
+import { DrainTimeoutError } from '../../lib/model/errors/drain-timeout.error';
+import { JobEvents } from '../../lib/model/events/job-events';
+import type { ResolvedJobsOptions } from '../../lib/model/jobs.options';
 import type { JobReadStore } from '../../lib/persistence/job-read.store';
-import { JobsDrainer } from '../../lib/waiting/jobs-drainer';
+import { JobsDrainer } from '../../lib/worker/jobs-drainer';
 
 type Group = Awaited<ReturnType<JobReadStore['countUnfinished']>>[number];
 

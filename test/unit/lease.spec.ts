@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { InvalidDurationError } from '../../lib/errors/invalid-duration.error';
-import { JobCancelledError } from '../../lib/errors/job-cancelled.error';
-import { LeaseLostError } from '../../lib/errors/lease-lost.error';
 import { Lease, type LeaseConfig } from '../../lib/lease/lease';
+import { InvalidDurationError } from '../../lib/model/errors/invalid-duration.error';
+import { JobCancelledError } from '../../lib/model/errors/job-cancelled.error';
+import { LeaseLostError } from '../../lib/model/errors/lease-lost.error';
 
 const T0 = 1_000_000;
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from '@jest/globals';
-import { LIBRARY_VERSION } from '../../lib/version';
+import { LIBRARY_VERSION } from '../../lib/model/version';
 
 describe('LIBRARY_VERSION', () => {
   it("is package.json's version (regenerate with `node scripts/write-version.mjs`; `npm version` does)", () => {

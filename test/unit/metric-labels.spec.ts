@@ -30,7 +30,7 @@ describe('MetricLabels', () => {
   });
 
   it('knows every error class the library defines (a new one must be added to KNOWN_ERROR_TYPES)', () => {
-    const files = readdirSync(resolve('lib', 'errors')).filter((file) => file.endsWith('.error.ts'));
+    const files = readdirSync(resolve('lib', 'model', 'errors')).filter((file) => file.endsWith('.error.ts'));
     const exported = Object.entries(library).filter(
       ([, value]) => typeof value === 'function' && value.prototype instanceof Error,
     );

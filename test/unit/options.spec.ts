@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { InvalidOptionError } from '../../lib';
-import { resolveJobHandler } from '../../lib/discovery/job-handler-options.resolver';
+import { resolveJobHandler } from '../../lib/handlers/job-handler-options.resolver';
 import { resolveJobsOptions } from '../../lib/jobs-options.resolver';
 import { heartbeatIntervalFor } from '../../lib/lease/lease-heartbeat.service';
 

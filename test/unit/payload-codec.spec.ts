@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { mongo } from 'mongoose';
-import { decodePayload } from '../../lib/utils/payload-codec';
+import { decodePayload } from '../../lib/model/payload-codec';
 
 /** What the driver hands back for a stored payload. */
 const stored = (value: unknown) => mongo.BSON.deserialize(mongo.BSON.serialize({ payload: value })).payload;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
 import { InvalidPayloadError } from '../../lib';
-import { assertStorablePayload } from '../../lib/utils/payload-validator';
+import { assertStorablePayload } from '../../lib/model/payload-validator';
 
 describe('assertStorablePayload', () => {
   it.each([

@@ -1,8 +1,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
 import { InvalidProgressError } from '../../lib';
-import { MAX_PROGRESS_BYTES } from '../../lib/jobs.constants';
-import { assertValidProgress } from '../../lib/utils/progress-validator';
+import { MAX_PROGRESS_BYTES } from '../../lib/model/jobs.constants';
+import { assertValidProgress } from '../../lib/model/progress-validator';
 
 describe('assertValidProgress', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/jobs.constants';
-import { ShutdownDeadline } from '../../lib/shutdown/shutdown-deadline';
+import { SHUTDOWN_SETTLE_MS, SHUTDOWN_WRITE_MS } from '../../lib/model/jobs.constants';
+import { ShutdownDeadline } from '../../lib/model/shutdown-deadline';
 
 const GRACE_MS = 1_000;
 const BOUND_MS = GRACE_MS + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS;

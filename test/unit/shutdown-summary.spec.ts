@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { RowFate } from '../../lib/execution/row-fate';
-import { describeShutdown } from '../../lib/shutdown/shutdown-summary';
+import { describeShutdown } from '../../lib/worker/shutdown-summary';
 
 const jobs = (fate: RowFate, count: number, prefix: string = fate) =>
   Array.from({ length: count }, (_, i) => ({ jobId: `${prefix}${i}`, fate }));

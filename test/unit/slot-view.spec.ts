@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { Types } from 'mongoose';
-import { concurrencySlotKey, groupSlotKey, parseGroupSlotKey, slotPrefix } from '../../lib/limits/slot-keys';
-import { SlotView } from '../../lib/limits/slot-view';
+import { concurrencySlotKey, groupSlotKey, parseGroupSlotKey, slotPrefix } from '../../lib/claim/slot-keys';
+import { SlotView } from '../../lib/claim/slot-view';
 import type { SlotHolder } from '../../lib/persistence/claim-queries';
 
 const now = new Date('2026-11-30T12:00:00Z');

@@ -8,10 +8,10 @@ import {
   LeaseLostError,
 } from '../../lib';
 import { JobExecution } from '../../lib/execution/job-execution';
+import type { RegisteredJobHandler } from '../../lib/handlers/registered-job-handler';
 import { Lease } from '../../lib/lease/lease';
-import type { JobDocument } from '../../lib/persistence/job.schema';
+import type { JobDocument } from '../../lib/model/job-document';
 import { createTestJobContext } from '../../lib/testing';
-import type { RegisteredJobHandler } from '../../lib/types/registered-job-handler';
 
 const LEASE_MS = 30_000;
 
