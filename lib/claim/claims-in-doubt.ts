@@ -16,7 +16,7 @@ import { JobClaimStore } from '../persistence/job-claim.store.js';
  */
 export const IN_DOUBT: HedgeSchedule = { hedgeMs: 250, maxInFlight: 3, retry: { baseMs: 50, maxMs: 1_000 } };
 /** How long past the lease a claim wrote its row may still be handed back (bounded: the poll loop waits for it). */
-const HAND_BACK_WINDOW_MS = 2_000;
+export const HAND_BACK_WINDOW_MS = 2_000;
 
 /** What a claim sent: its lock id and the deadline it wrote (the row is found by both). */
 export interface SentClaim {

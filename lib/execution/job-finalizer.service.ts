@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import { HAND_BACK_WINDOW_MS, IN_DOUBT } from '../claim/claims-in-doubt.js';
 import { JobRetention } from '../handlers/job-retention.service.js';
 import { backoffDelayMs } from '../model/backoff.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
@@ -7,8 +8,10 @@ import { errorInfo } from '../model/error-info.js';
 import { isUnrecoverable } from '../model/errors/unrecoverable-job.error.js';
 import { JobEvents, type OutcomeSlot } from '../model/events/job-events.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
+import { firstAnswer } from '../model/first-answer.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
 import { assertStorableResult } from '../model/result-validator.js';
+import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
 import type { JobExecution } from './job-execution.js';
 import { type OutcomeWrite, persistOutcome } from './outcome-persistence.js';
@@ -23,6 +26,7 @@ export class JobFinalizer {
     private readonly outcomes: JobOutcomeStore,
     private readonly events: JobEvents,
     private readonly retention: JobRetention,
+    private readonly deadline: ShutdownDeadline,
   ) {}
 
   /**
@@ -118,13 +122,15 @@ export class JobFinalizer {
         // The claim's answer came back after the lease it wrote, so no handler ran. While the row is still under this
         // lock nobody else has taken it, so it goes back to pending with no attempt counted (the owner fence makes a
         // late hand-back harmless); only when that fails is it left to a reclaim, which counts a LeaseExpired attempt.
-        const handedBack = await this.outcomes.release(doc._id, lockId, at).catch(() => false);
+        const handedBack = await this.releaseUnstarted(execution.claim);
         this.logger.warn(
           handedBack
             ? `${label} did not start: ${outcome.reason}; handed back to pending, no attempt counted`
-            : `${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`,
+            : handedBack === false
+              ? `${label} did not start: ${outcome.reason}; another worker has reclaimed it`
+              : `${label} did not start: ${outcome.reason}; the row is reclaimed once its lease has run out`,
         );
-        return handedBack ? 'released' : 'left';
+        return handedBack ? 'released' : handedBack === false ? 'not_ours' : 'left';
       }
       case 'abandoned':
         this.logger.warn(`${label} was abandoned after its lease ran out (${outcome.reason.message})`);
@@ -193,11 +199,22 @@ export class JobFinalizer {
   }
 
   /**
-   * A claim this process will not start (shutting down, at its limit, no handler): back to `pending`, nothing counted.
-   * Resolves whether the hand-back matched the row (false: it was no longer under this claim's lock).
+   * A claim this process will not start (shutting down, at its limit, no handler, answered after its lease): back to
+   * `pending`, nothing counted. The hand-back is owner-fenced, so it is sent again through errors (hedged like a claim
+   * in doubt; a copy whose answer was lost is recognised by `finishedBy`) until the hand-back window past the claim's
+   * lease, or shutdown's hard bound: a row left under this lock would be reclaimed, and charged a `LeaseExpired`
+   * attempt, for a claim that ran nothing (the long checker's seed 484: a late claim at shutdown whose hand-back was
+   * refused once). Resolves true when the row went back, false when it was no longer under this lock (reclaimed),
+   * undefined when no answer came in time (the row is then reclaimed like a crashed worker's). Never rejects.
    */
-  releaseUnstarted(claim: ClaimedJob): Promise<boolean> {
-    return this.outcomes.release(claim.doc._id, claim.lockId, now());
+  async releaseUnstarted(claim: ClaimedJob): Promise<boolean | undefined> {
+    const { doc, lockId } = claim;
+    const write = async () =>
+      (await this.outcomes.release(doc._id, lockId, now())) || (await this.outcomes.finishedBy(doc._id, lockId));
+    const leaseEnd = doc.lockedUntil?.getTime() ?? Date.now();
+    const giveUpAt = () =>
+      Math.min(Math.max(leaseEnd, Date.now()) + HAND_BACK_WINDOW_MS, this.deadline.endsAt ?? Number.POSITIVE_INFINITY);
+    return (await firstAnswer(write, giveUpAt, IN_DOUBT))?.value;
   }
 
   private async deadLetterUnstorable(

@@ -313,14 +313,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /** During shutdown: a claim that landed after it began goes straight back to `pending`, and its summary counts it. */
   private async handBack(claim: ClaimedJob, jobId: string): Promise<void> {
-    let fate: RowFate;
-    try {
-      // No match: the row is no longer under this claim's lock (another worker reclaimed it).
-      fate = (await this.finalizer.releaseUnstarted(claim)) ? 'released' : 'not_ours';
-    } catch (error) {
-      this.logError('Releasing a claim', error);
-      fate = 'left';
-    }
+    // False: the row is no longer under this claim's lock (another worker reclaimed it); undefined: no answer in time.
+    const released = await this.finalizer.releaseUnstarted(claim);
+    const fate: RowFate = released === undefined ? 'left' : released ? 'released' : 'not_ours';
+    if (released === undefined)
+      this.logger.warn(`Job ${jobId}: handing back a claim at shutdown got no answer in time`);
     this.shutdownHandBacks.push({ jobId, fate });
   }
 

@@ -411,6 +411,28 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     expect(row?.lockedBy).toBeUndefined();
     expect(calls.get(job.id)).toBeUndefined();
   });
+  it('hands back a late claim at shutdown through a refused hand-back: no attempt is counted', async () => {
+    // The long checker's seed 484: a claim answered late while its worker shut down; the hand-back to pending was
+    // refused once (code 2), the worker gave up, and the row was reclaimed with a LeaseExpired attempt.
+    const { app, raw } = await startApp('late-claim-refused-release', { leaseMs: 10_000, shutdownGraceMs: 200 });
+    const runAt = new Date(Date.now() + 300);
+    const late = proxy.interceptReply({ match: isClaimThatCanTake(runAt), action: { delayMs: 1_500 } });
+    const refused = proxy.answerWithError({ match: isHandBack, code: 2, codeName: 'BadValue' });
+    try {
+      const job = await app.jobs.enqueue('quick', { case: 'late claim, refused release' }, { runAt, maxAttempts: 1 });
+      await waitFor(() => late.hits === 1, 'the claim of the job to be sent');
+      await app.close();
+      const row = await raw.findOne({}); // the only row of this database
+      expect([late.answered, refused.hits]).toEqual([1, 1]);
+      expect(row).toMatchObject({ status: 'pending', attemptCount: 0 });
+      expect(row?.lockedBy).toBeUndefined();
+      expect(calls.get(job.id)).toBeUndefined();
+    } finally {
+      late.remove();
+      refused.remove();
+    }
+  });
+
   it('keeps the rate token of a limited claim whose answer was lost and that ran after all', async () => {
     // The checker's long seed 100 (issue 24): the claim's answer was lost, its token was given back, the row was
     // read back and run, and a fifth start fitted into a window of four.

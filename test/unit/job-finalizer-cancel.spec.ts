@@ -9,6 +9,7 @@ import { Lease } from '../../lib/lease/lease';
 import { JobCancelledError } from '../../lib/model/errors/job-cancelled.error';
 import { JobEvents } from '../../lib/model/events/job-events';
 import type { JobDocument } from '../../lib/model/job-document';
+import { ShutdownDeadline } from '../../lib/model/shutdown-deadline';
 import type { JobOutcomeStore } from '../../lib/persistence/job-outcome.store';
 import { deferred } from '../support/jobs-app';
 
@@ -45,7 +46,12 @@ function setup() {
     },
   } as unknown as JobOutcomeStore;
   const retention = { expiresAt: () => undefined } as unknown as JobRetention;
-  const finalizer = new JobFinalizer(outcomes, new JobEvents(), retention);
+  const finalizer = new JobFinalizer(
+    outcomes,
+    new JobEvents(),
+    retention,
+    new ShutdownDeadline({ shutdownGraceMs: 1_000 }),
+  );
   return { execution, finalizer, write, writeSent };
 }
 
