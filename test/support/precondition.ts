@@ -59,6 +59,8 @@ export async function untilPreconditionReached<T>(
     const run = await scenario(attempt);
     if (run.reached) return run.value;
     details.push(run.detail);
+    // Visible in the run's output: a scenario that often needs a second try is one to redesign.
+    process.stderr.write(`precondition not reached (${precondition}), attempt ${attempt}: ${run.detail}\n`);
   }
   throw new PreconditionNotReachedError(precondition, details);
 }
