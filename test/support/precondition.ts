@@ -42,6 +42,13 @@ export class PreconditionNotReachedError extends Error {
   }
 }
 
+export interface PreconditionOptions {
+  /** The most runs. @default MAX_SCENARIO_ATTEMPTS */
+  maxAttempts?: number;
+  /** Where each missed attempt is reported. @default a line on stderr */
+  log?: (line: string) => void;
+}
+
 /**
  * Runs `scenario` until a run reports its precondition `reached`, at most `maxAttempts` times, and resolves that run's
  * value. Each run must set up its own state (fresh database, fresh workers): nothing of a run that missed its
@@ -52,7 +59,7 @@ export class PreconditionNotReachedError extends Error {
 export async function untilPreconditionReached<T>(
   precondition: string,
   scenario: (attempt: number) => Promise<ScenarioRun<T>>,
-  maxAttempts = MAX_SCENARIO_ATTEMPTS,
+  { maxAttempts = MAX_SCENARIO_ATTEMPTS, log = (line) => process.stderr.write(`${line}\n`) }: PreconditionOptions = {},
 ): Promise<T> {
   const details: string[] = [];
   for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
@@ -60,7 +67,7 @@ export async function untilPreconditionReached<T>(
     if (run.reached) return run.value;
     details.push(run.detail);
     // Visible in the run's output: a scenario that often needs a second try is one to redesign.
-    process.stderr.write(`precondition not reached (${precondition}), attempt ${attempt}: ${run.detail}\n`);
+    log(`precondition not reached (${precondition}), attempt ${attempt} of ${maxAttempts}: ${run.detail}`);
   }
   throw new PreconditionNotReachedError(precondition, details);
 }

@@ -8,6 +8,8 @@ import {
 } from '../support/precondition';
 
 describe('untilPreconditionReached (test helper for chaos scenarios)', () => {
+  const quiet = { log: () => {} };
+
   it('runs the scenario once when its precondition happens, and resolves its value', async () => {
     const attempts: number[] = [];
     const value = await untilPreconditionReached('a victim', async (attempt) => {
@@ -18,22 +20,35 @@ describe('untilPreconditionReached (test helper for chaos scenarios)', () => {
     expect(attempts).toEqual([1]);
   });
 
-  it('runs the whole scenario again when its precondition did not happen, numbering the attempts', async () => {
+  it('runs the whole scenario again when its precondition did not happen, numbering and reporting the attempts', async () => {
     const attempts: number[] = [];
-    const value = await untilPreconditionReached('a victim', async (attempt) => {
-      attempts.push(attempt);
-      return attempt < 3 ? notReached(`run ${attempt}: every job finished before the kill`) : reached(attempt);
-    });
+    const log: string[] = [];
+    const value = await untilPreconditionReached(
+      'a victim',
+      async (attempt) => {
+        attempts.push(attempt);
+        return attempt < 3 ? notReached(`run ${attempt}: every job finished before the kill`) : reached(attempt);
+      },
+      { log: (line) => log.push(line) },
+    );
     expect(value).toBe(3);
     expect(attempts).toEqual([1, 2, 3]);
+    expect(log).toEqual([
+      'precondition not reached (a victim), attempt 1 of 3: run 1: every job finished before the kill',
+      'precondition not reached (a victim), attempt 2 of 3: run 2: every job finished before the kill',
+    ]);
   });
 
   it(`gives up after ${MAX_SCENARIO_ATTEMPTS} missed runs with "precondition not reached", and what each run saw`, async () => {
     let runs = 0;
-    const never = untilPreconditionReached('a stall that catches a live lease', async (attempt) => {
-      runs += 1;
-      return notReached(`no live lease at stall ${attempt}`);
-    });
+    const never = untilPreconditionReached(
+      'a stall that catches a live lease',
+      async (attempt) => {
+        runs += 1;
+        return notReached(`no live lease at stall ${attempt}`);
+      },
+      quiet,
+    );
     await expect(never).rejects.toThrow(PreconditionNotReachedError);
     await expect(never).rejects.toThrow(
       /^precondition not reached: a stall that catches a live lease \(3 attempts: 1\. no live lease at stall 1; 2\. no live lease at stall 2; 3\. no live lease at stall 3\)$/,
@@ -50,7 +65,7 @@ describe('untilPreconditionReached (test helper for chaos scenarios)', () => {
           runs += 1;
           return notReached('the claim was on time');
         },
-        budget,
+        { ...quiet, maxAttempts: budget },
       ).then(
         () => 'passed',
         (error: Error) => error.message,
