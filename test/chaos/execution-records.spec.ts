@@ -39,6 +39,22 @@ describe('execution record checks (chaos test tooling)', () => {
     expect(lateWatchdogs([onTime], 50)).toEqual([]);
     expect(lateWatchdogs([execution({ abortedAt: 2_060, deadlineAtAbort: 2_000, end: 2_061 })], 50)).toHaveLength(1);
     expect(lateWatchdogs([execution({ maxOverrunMs: 51, end: 2_100 })], 50)).toHaveLength(1);
+    // Time the process was not scheduled does not count against the watchdog, and only that time.
+    const starved = execution({
+      abortedAt: 2_348,
+      deadlineAtAbort: 2_000,
+      notRunningAtAbortMs: 340,
+      maxOverrunMs: 333,
+      maxOverrunWhileRunningMs: 8,
+      end: 2_350,
+    });
+    expect(lateWatchdogs([starved], 50)).toEqual([]);
+    expect(lateWatchdogs([{ ...starved, notRunningAtAbortMs: 200 }], 50)).toEqual([
+      'job job1 token 1 (w) aborted 348 ms after its deadline (undefined), 200 ms of it not running',
+    ]);
+    expect(lateWatchdogs([{ ...starved, maxOverrunWhileRunningMs: 60 }], 50)).toEqual([
+      'job job1 token 1 (w) ran 60 ms past its lease deadline with its signal not aborted, while running',
+    ]);
     // A handler started with an already aborted signal is reported by startedWithoutLease instead.
     const lateStart = execution({ start: 2_600, abortedAtStart: true, abortedAt: 2_600, deadlineAtAbort: 2_000 });
     expect(lateWatchdogs([lateStart], 50)).toEqual([]);

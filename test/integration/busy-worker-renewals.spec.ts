@@ -48,7 +48,9 @@ describe('renewals of a busy worker', () => {
   beforeAll(async () => {
     app = await createJobsTestApp({
       dbName: uniqueDatabaseName('busy_renewals'),
-      options: { concurrency: JOBS, leaseMs: 600, heartbeatIntervalMs: 200, pollIntervalMs: 50 },
+      // Renewals every 200 ms, as the counts below need; a lease ten times as long, so a loaded machine stalling the
+      // test process for a few hundred ms loses no lease beside the victim's (a 600 ms lease left 400 ms of margin).
+      options: { concurrency: JOBS, leaseMs: 2_000, heartbeatIntervalMs: 200, pollIntervalMs: 50 },
       providers: [LongJobs],
       mongoose: {
         monitorCommands: true,

@@ -215,7 +215,12 @@ describe('lease heartbeat against the database', () => {
     const baseline = Math.max(...(await samples()));
     await app.jobs.enqueueMany(Array.from({ length: 1000 }, () => ({ name: 'long', payload: { ms: 0 } })));
     await waitFor(async () => (await app.jobs.stats()).completed === 1001, '1,000 completions', 30_000);
-    // A leak of one timer per execution would leave ~1,000 (a heartbeat and a watchdog each would be 2,000).
-    expect(Math.min(...(await samples()))).toBeLessThanOrEqual(baseline);
+    // A leak of one timer per execution would leave ~1,000 (a heartbeat and a watchdog each would be 2,000), for at
+    // least the 5 s lease. Waited for, up to 1 s: beside two busy loops one timer more than the baseline was seen for
+    // a moment (6 against 5), a transient timer, not a leak.
+    const deadline = Date.now() + 1_000;
+    let after = Math.min(...(await samples()));
+    while (after > baseline && Date.now() < deadline) after = Math.min(...(await samples()));
+    expect(after).toBeLessThanOrEqual(baseline);
   });
 });

@@ -101,7 +101,8 @@ describe('rows the server refuses to claim', () => {
   });
 
   it('reports down with the error while claims keep failing, and up once they succeed again', async () => {
-    expect((await app.jobs.workerStatus()).status).toBe('up');
+    // Up before claims fail: waited for, since on a loaded machine a late poll or a slow ping can report down a moment.
+    await waitFor(async () => (await app.jobs.workerStatus()).status === 'up', 'status up', 2_000);
     const take = jest.spyOn(app.stores.claim, 'take').mockRejectedValue(new Error('injected: claims fail'));
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'down', 'status down', 2_000);
     const down = await app.jobs.workerStatus();

@@ -6,10 +6,17 @@ import { InvalidOptionError, JobHandler, UnrecoverableJobError } from '../../lib
 import { JobHandlerRegistry } from '../../lib/handlers/job-handler.registry';
 import { JobsCronScheduler } from '../../lib/schedule/jobs-cron.scheduler';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { notReached, reached, untilPreconditionReached } from '../support/precondition';
 import { sleep } from '../support/sleep';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 const HOUR_MS = 3_600_000;
+/**
+ * The module's retention for completed and dead rows. Long enough that a test reads a finished row before the sweeper
+ * (every 100 ms) deletes it, even on a loaded machine (at 200 ms that read was missed often enough to need 20 tries);
+ * short enough that waiting for a sweep costs little.
+ */
+const RETENTION_MS = 500;
 const hold = deferred();
 
 @Injectable()
@@ -44,12 +51,12 @@ const statusIs = (app: JobsTestApp, id: string, status: string) => async () =>
 const gone = (app: JobsTestApp, id: string) => async () => (await row(app, id)) === null;
 
 /**
- * Enqueues a `name` job and returns its row as first read in `status`. With a retention of 200 ms and a sweep every
- * 100 ms, a loaded machine can let the sweeper delete the row between two reads: then the precondition did not
- * happen, and another job is tried (the stamp is read from the same document that showed the status).
+ * Enqueues a `name` job and returns its row as first read in `status` (the stamp is read from the same document that
+ * showed the status). The sweeper may delete the row before it is read, if the test process is starved for the whole
+ * retention: then the precondition did not happen, and the scenario is tried again with another job.
  */
-async function rowSeenIn(app: JobsTestApp, name: string, status: string) {
-  for (let tries = 1; ; tries++) {
+function rowSeenIn(app: JobsTestApp, name: string, status: string) {
+  return untilPreconditionReached(`a ${name} job read ${status} before the sweeper deleted it`, async () => {
     const job = await app.jobs.enqueue(name, null);
     const seen: { row?: NonNullable<Awaited<ReturnType<typeof row>>> } = {};
     await waitFor(async () => {
@@ -57,9 +64,8 @@ async function rowSeenIn(app: JobsTestApp, name: string, status: string) {
       if (found?.status === status) seen.row = found;
       return seen.row !== undefined || found === null;
     }, `job ${job.id} to be ${status} or swept`);
-    if (seen.row) return seen.row;
-    if (tries === 20) throw new Error(`20 ${name} jobs were swept before one was read ${status}`);
-  }
+    return seen.row ? reached(seen.row) : notReached(`job ${job.id} swept before it was read ${status}`);
+  });
 }
 
 /** Resolves once the sweeper has deleted a job completed after this call: every sweep before it has run too. */
@@ -74,7 +80,7 @@ describe('retention', () => {
   beforeAll(async () => {
     app = await createJobsTestApp({
       dbName: uniqueDatabaseName('retention'),
-      options: { retention: { completed: 200, dead: 200, sweepIntervalMs: 100 } },
+      options: { retention: { completed: RETENTION_MS, dead: RETENTION_MS, sweepIntervalMs: 100 } },
       providers: [RetentionHandlers],
       imports: [ScheduleModule.forRoot()],
     });
@@ -92,7 +98,7 @@ describe('retention', () => {
     await waitFor(statusIs(app, running.id, 'running'), 'the blocking job to run');
     const stamped = await rowSeenIn(app, 'quick', 'completed');
     // Stamped by the write that completed it: finishedAt + the module's completed retention.
-    expect(stamped?.expiresAt?.getTime()).toBe(stamped?.finishedAt.getTime() + 200);
+    expect(stamped?.expiresAt?.getTime()).toBe(stamped?.finishedAt.getTime() + RETENTION_MS);
 
     for (const job of done) await waitFor(gone(app, job.id), `completed job ${job.id} to be swept`);
     await sweptOnce(app);
@@ -113,7 +119,7 @@ describe('retention', () => {
 
   it('stamps dead rows and cancelled ones (the module default for cancelled: 30 days)', async () => {
     const dead = await rowSeenIn(app, 'fail', 'dead');
-    expect(dead?.expiresAt?.getTime()).toBe(dead?.finishedAt.getTime() + 200);
+    expect(dead?.expiresAt?.getTime()).toBe(dead?.finishedAt.getTime() + RETENTION_MS);
 
     const later = await app.jobs.enqueue('quick', null, { delayMs: HOUR_MS });
     const cancelled = await app.jobs.cancel(later.id);

@@ -41,6 +41,8 @@ const records = recordClient.db(dbName).collection('executions');
 // Checking the signal this often bounds how late the handler notices an abort (and how stale a
 // recorded deadline can be).
 const TICK_MS = 10;
+/** Ticks remembered for `notRunningAtAbortMs`: the last 2 s or so. */
+const LATE_TICKS_KEPT = 200;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -83,18 +85,32 @@ class ChaosHandlers {
     const { insertedId } = await records.insertOne(record);
     let recordedDeadline = record.deadline;
     let maxOverrunMs = Number.NEGATIVE_INFINITY;
+    // The same, less how late the tick that saw it ran: the part of the overrun during which this process was running
+    // (on a loaded machine a process may not be scheduled for a few hundred ms; no library can act meanwhile).
+    let maxOverrunWhileRunningMs = Number.NEGATIVE_INFINITY;
+    // How late each recent tick ran after its timer was due, to tell a late watchdog from a process not running.
+    const lateTicks = [];
+    let tickDueAt = Date.now();
     const until = start + ms;
     for (;;) {
       const now = Date.now();
+      const lateMs = Math.max(0, now - tickDueAt);
+      lateTicks.push({ at: now, lateMs });
+      if (lateTicks.length > LATE_TICKS_KEPT) lateTicks.shift();
       const deadline = ctx.leaseExpiresAt.getTime();
-      if (!ctx.signal.aborted) maxOverrunMs = Math.max(maxOverrunMs, now - deadline);
+      if (!ctx.signal.aborted) {
+        maxOverrunMs = Math.max(maxOverrunMs, now - deadline);
+        maxOverrunWhileRunningMs = Math.max(maxOverrunWhileRunningMs, now - deadline - lateMs);
+      }
       if (deadline > recordedDeadline) {
         // Awaited: a kill after this line leaves the deadline this execution relied on on record.
         recordedDeadline = deadline;
         await records.updateOne({ _id: insertedId }, { $max: { deadline } });
       }
       if (ctx.signal.aborted || now >= until) break;
-      await sleep(Math.min(TICK_MS, until - now));
+      const tickMs = Math.min(TICK_MS, until - now);
+      tickDueAt = Date.now() + tickMs;
+      await sleep(tickMs);
     }
     const end = Date.now();
     const reason = ctx.signal.reason;
@@ -105,9 +121,15 @@ class ChaosHandlers {
           end,
           maxOverrunMs,
           stale: ctx.isStale,
+          maxOverrunWhileRunningMs,
           ...(ctx.signal.aborted && {
             abortedAt: abortedAt ?? start,
             deadlineAtAbort: deadlineAtAbort ?? record.deadline,
+            // The longest this process went unscheduled around the abort: a tick that ran late after the deadline.
+            notRunningAtAbortMs: Math.max(
+              0,
+              ...lateTicks.filter((tick) => tick.at >= (deadlineAtAbort ?? record.deadline)).map((tick) => tick.lateMs),
+            ),
             abortReason: reason?.name,
             leaseLostReason: reason?.reason,
           }),

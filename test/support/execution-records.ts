@@ -21,6 +21,16 @@ export interface ExecutionRecord {
   end?: number;
   /** Longest time the handler ran past its deadline without its signal aborted (negative: never). */
   maxOverrunMs?: number;
+  /**
+   * The same, less how late the handler's tick that saw it ran: the part of the overrun during which the worker process
+   * was running. A machine too loaded to schedule the process for a while makes `maxOverrunMs` large, not this.
+   */
+  maxOverrunWhileRunningMs?: number;
+  /**
+   * How late the latest-running handler tick at or after `deadlineAtAbort` fired: the time the process was not running
+   * while its watchdog was due. A watchdog cannot fire while its process is not scheduled.
+   */
+  notRunningAtAbortMs?: number;
   stale?: boolean;
   abortedAt?: number;
   deadlineAtAbort?: number;
@@ -95,17 +105,25 @@ export function startedWithoutLease(records: ExecutionRecord[]): string[] {
  * Executions whose watchdog fired late: aborted more than `marginMs` after their deadline, or seen
  * running (signal not aborted) more than `marginMs` past it. An execution that started after its
  * deadline (claim answered too late) is judged by its first look at the signal, not by its deadline.
+ * Time the worker process was not running (a loaded machine did not schedule it) is not counted against the
+ * watchdog: it is taken out of the overrun, and added to the margin of the abort.
  */
 export function lateWatchdogs(records: ExecutionRecord[], marginMs: number): string[] {
   const problems: string[] = [];
   for (const r of records) {
     const about = `job ${r.jobId} token ${r.fencingToken} (${r.workerId})`;
-    if (r.maxOverrunMs !== undefined && r.maxOverrunMs > marginMs) {
-      problems.push(`${about} ran ${r.maxOverrunMs} ms past its lease deadline with its signal not aborted`);
+    const overrun = r.maxOverrunWhileRunningMs ?? r.maxOverrunMs;
+    if (overrun !== undefined && overrun > marginMs) {
+      problems.push(`${about} ran ${overrun} ms past its lease deadline with its signal not aborted, while running`);
     }
     if (r.abortedAt !== undefined && r.deadlineAtAbort !== undefined && !r.abortedAtStart) {
       const late = r.abortedAt - r.deadlineAtAbort;
-      if (late > marginMs) problems.push(`${about} aborted ${late} ms after its deadline (${r.abortReason})`);
+      const notRunning = r.notRunningAtAbortMs ?? 0;
+      if (late > marginMs + notRunning) {
+        problems.push(
+          `${about} aborted ${late} ms after its deadline (${r.abortReason}), ${notRunning} ms of it not running`,
+        );
+      }
     }
   }
   return problems;
