@@ -1,5 +1,5 @@
 // Writes lib/model/version.ts from package.json's version. Run by `npm version` (the "version" script), so the constant
-// the fleet view reports always matches the published package; test/unit/library-version.spec.ts checks it.
+// the fleet view reports always matches the published package; test/unit/model/library-version.spec.ts checks it.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));

@@ -7,7 +7,7 @@ import { describe, expect, it } from '@jest/globals';
  * citation behind makes a guarantee cite nothing. Every repository path in backticks, and every spec named by its
  * file name alone, must exist. CHANGELOG.md is history and is left out: it may name files as they were then.
  */
-/** Jest runs from the repository root (as `test/unit/library-version.spec.ts` relies on too). */
+/** Jest runs from the repository root (as `test/unit/model/library-version.spec.ts` relies on too). */
 const ROOT = process.cwd();
 const PAGES = ['README.md', 'ARCHITECTURE.md', 'CONTRIBUTING.md', 'SECURITY.md', ...markdownUnder('docs')];
 /** Paths in the reader's own app (the README's Jest setup for a NestJS project), not in this repository. */

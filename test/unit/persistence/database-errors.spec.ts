@@ -1,0 +1,72 @@
+import { describe, expect, it } from '@jest/globals';
+import { mongo } from 'mongoose';
+import {
+  classifyWriteError,
+  isDocumentUpdateError,
+  isPermanentWriteError,
+  type WriteErrorKind,
+} from '../../../lib/persistence/database-errors';
+
+const serverError = (code: number | undefined, labels: string[] = []) => {
+  const error = new mongo.MongoServerError({ message: `code ${code}`, code, errorLabels: labels });
+  return error;
+};
+
+describe('classifyWriteError', () => {
+  it.each<[string, WriteErrorKind, unknown]>([
+    // About the document written: the same write fails the same way.
+    ['2 BadValue', 'permanent', serverError(2)],
+    ['14 TypeMismatch', 'permanent', serverError(14)],
+    ['28 PathNotViable', 'permanent', serverError(28)],
+    ['121 DocumentValidationFailure', 'permanent', serverError(121)],
+    ['10334 BSONObjectTooLarge', 'permanent', serverError(10334)],
+    ['17419 document too large after the update', 'permanent', serverError(17419)],
+    ['17280 KeyTooLong', 'permanent', serverError(17280)],
+    ['a BSON error raised before sending', 'permanent', new mongo.BSON.BSONError('cannot serialize')],
+    ['a BSONVersionError raised before sending', 'permanent', new mongo.BSON.BSONVersionError()],
+    ['an invalid argument', 'permanent', new mongo.MongoInvalidArgumentError('bad option')],
+    ['the serializer overflowing its buffer', 'permanent', new RangeError('offset out of range')],
+    // Known to say "not now".
+    ['11602 InterruptedDueToReplStateChange', 'transient', serverError(11602)],
+    ['91 ShutdownInProgress', 'transient', serverError(91)],
+    ['50 MaxTimeMSExpired', 'transient', serverError(50)],
+    ['64 WriteConcernFailed', 'transient', serverError(64)],
+    ['10107 NotWritablePrimary', 'transient', serverError(10107)],
+    ['a document code with RetryableWriteError', 'transient', serverError(2, ['RetryableWriteError'])],
+    [
+      'an unfamiliar code with TransientTransactionError',
+      'transient',
+      serverError(99999, ['TransientTransactionError']),
+    ],
+    ['a network error', 'transient', new mongo.MongoNetworkError('socket closed')],
+    ['no server to select', 'transient', new mongo.MongoServerSelectionError('no primary', {} as never)],
+    ['a closed topology', 'transient', new mongo.MongoTopologyClosedError()],
+    // Not known either way: retried for one lease, then left to the lease. Never permanent for being unfamiliar.
+    ['11601 Interrupted', 'unknown', serverError(11601)],
+    ['11000 DuplicateKey (about other rows too)', 'unknown', serverError(11000)],
+    ['a made-up code 99999', 'unknown', serverError(99999)],
+    ['a server error without a code', 'unknown', serverError(undefined)],
+    ['a plain Error', 'unknown', new Error('something else')],
+    ['a thrown string', 'unknown', 'oops'],
+  ])('%s → %s', (_label, kind, error) => {
+    expect(classifyWriteError(error)).toBe(kind);
+    expect(isPermanentWriteError(error)).toBe(kind === 'permanent');
+  });
+});
+
+describe('isDocumentUpdateError (claims set a row aside only for these)', () => {
+  it.each([2, 14, 28, 10334, 17419])('code %i is a refusal of the matched document', (code) => {
+    expect(isDocumentUpdateError(serverError(code))).toBe(true);
+  });
+
+  it.each<[string, unknown]>([
+    ['11601', serverError(11601)],
+    ['99999', serverError(99999)],
+    ['no code', serverError(undefined)],
+    ['121 (a validator judges the whole collection, not this row)', serverError(121)],
+    ['2 with RetryableWriteError', serverError(2, ['RetryableWriteError'])],
+    ['a network error', new mongo.MongoNetworkError('socket closed')],
+  ])('%s is not', (_label, error) => {
+    expect(isDocumentUpdateError(error)).toBe(false);
+  });
+});
