@@ -8,10 +8,10 @@ import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JobEvents } from '../model/events/job-events.js';
-import { firstAnswer } from '../model/first-answer.js';
 import type { JobDocument } from '../model/job-document.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import type { ByIdScope, ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
 import { type ClaimRefusal, isRefusal } from '../persistence/claim-refusal.js';
 import { JobClaimStore } from '../persistence/job-claim.store.js';
@@ -19,9 +19,10 @@ import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
 import { ClaimById, type ClaimByIdResult } from './claim-by-id.js';
 import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
-import { ClaimsInDoubt, IN_DOUBT } from './claims-in-doubt.js';
+import { ClaimsInDoubt } from './claims-in-doubt.js';
 import { LimitedClaim, type LimitedTakeResult } from './limited-claim.js';
 import { LockIdSequence } from './lock-id.js';
+import { sendOwnedWrite } from './owned-write.js';
 import { RefusedRows } from './refused-rows.js';
 
 export type { ClaimByIdResult } from './claim-by-id.js';
@@ -69,6 +70,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     private readonly retention: JobRetention,
     private readonly limitedClaim: LimitedClaim,
     private readonly inDoubt: ClaimsInDoubt,
+    private readonly deadline: ShutdownDeadline,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
     this.skips = new ClaimSkips(options.pollIntervalMs);
@@ -318,30 +320,31 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
-   * False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. The dead-letter write is
-   * owner-fenced and sent again through errors until the reclaim's own lease ends (a copy whose answer was lost is
-   * recognised by `finishedBy`): a row left under that lease would be reclaimed again and charged a second
-   * `LeaseExpired` attempt for a claim that ran nothing (the long checker's seed 404).
+   * False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. The dead-letter is sent
+   * again through errors until the reclaim's lease ends or shutdown's hard bound (`sendOwnedWrite`): a row left
+   * under that lease would be reclaimed again and charged a second attempt for a claim that ran nothing (seed 404).
    */
   private async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
     const label = `Job ${doc._id.toHexString()} (${doc.name})`;
     const expiresAt = this.retention.expiresAt('dead', doc, at);
-    const write = async () =>
-      (await this.outcomes.deadLetter(doc._id, lockId, at, expiresAt)) ||
-      (await this.outcomes.finishedBy(doc._id, lockId));
-    const answer = await firstAnswer(write, () => doc.lockedUntil?.getTime() ?? 0, IN_DOUBT);
-    if (answer?.value) {
+    const written = await sendOwnedWrite(
+      () => this.outcomes.deadLetter(doc._id, lockId, at, expiresAt),
+      () => this.outcomes.finishedBy(doc._id, lockId),
+      doc.lockedUntil?.getTime() ?? 0,
+      this.deadline,
+    );
+    if (written) {
       const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
       this.events.emit('dead', about, doc.lastError ?? 'Lease expired');
       this.logger.warn(`${label} dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`);
-    } else if (!answer) {
+    } else if (written === undefined) {
       this.logger.warn(
         `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +
-          "before that reclaim's lease ended; it is reclaimed again",
+          "before that reclaim's lease ended (or shutdown), or was refused for the document; it is reclaimed again",
       );
     }
-    // answer.value false: cancelled or taken over meanwhile; whoever did it decides.
+    // false: cancelled or taken over meanwhile; whoever did it decides.
     return false;
   }
 

@@ -7,6 +7,8 @@ import { MAX_LIST_LIMIT } from '../persistence/list-jobs-options.js';
 
 /** Most jobs one bulk retry call looks at: it stays a bounded request; `more` says whether to call again. */
 export const MAX_BULK_RETRY = 1_000;
+/** A list cursor is far shorter; a longer string is refused before it is parsed. */
+const MAX_CURSOR_LENGTH = 1_000;
 
 /** What `POST jobs/retry` answers. */
 export interface BulkRetryResult {
@@ -16,12 +18,18 @@ export interface BulkRetryResult {
   skipped: number;
   /** More jobs of this name and status may be left: the call stopped at its bound. */
   more: boolean;
+  /**
+   * Where the next call goes on (pass it as `cursor`), when `more`: older jobs than this call looked at, so a walk of
+   * several calls visits each job once, even when jobs it revived die again meanwhile or the newest are skipped.
+   */
+  nextCursor: string | null;
 }
 
-const BULK_RETRY_KEYS: readonly string[] = ['name', 'status'];
+const BULK_RETRY_KEYS: readonly string[] = ['name', 'status', 'cursor'];
 
 /**
- * Retries the `dead` (or `failed`) jobs of one name, newest first, at most `MAX_BULK_RETRY` per call. Each goes
+ * Retries the `dead` (or `failed`) jobs of one name, newest first (from `cursor`, the `nextCursor` of the call
+ * before, when given), at most `MAX_BULK_RETRY` per call. Each goes
  * through `JobsService.retry`, so each is owner-safe and keeps its dedupe key rule; a job retry refuses is skipped.
  */
 export async function bulkRetry(jobs: JobsService, body: Record<string, unknown>): Promise<BulkRetryResult> {
@@ -33,8 +41,8 @@ export async function bulkRetry(jobs: JobsService, body: Record<string, unknown>
   const { status } = body;
   if (status !== 'dead' && status !== 'failed')
     throw new InvalidOptionError('status', status, 'must be dead or failed');
-  const result: BulkRetryResult = { retried: 0, skipped: 0, more: false };
-  let cursor: string | undefined;
+  const result: BulkRetryResult = { retried: 0, skipped: 0, more: false, nextCursor: null };
+  let cursor = body.cursor === undefined ? undefined : nonEmptyString('cursor', body.cursor, MAX_CURSOR_LENGTH);
   for (let seen = 0; seen < MAX_BULK_RETRY; ) {
     const limit = Math.min(MAX_LIST_LIMIT, MAX_BULK_RETRY - seen);
     // Paging by id: rows this call revives leave the filter without shifting the pages after them.
@@ -55,5 +63,6 @@ export async function bulkRetry(jobs: JobsService, body: Record<string, unknown>
     cursor = page.nextCursor;
   }
   result.more = true;
+  result.nextCursor = cursor ?? null;
   return result;
 }

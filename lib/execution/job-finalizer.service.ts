@@ -1,5 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { HAND_BACK_WINDOW_MS, IN_DOUBT } from '../claim/claims-in-doubt.js';
+import { HAND_BACK_WINDOW_MS } from '../claim/claims-in-doubt.js';
+import { sendOwnedWrite } from '../claim/owned-write.js';
 import { JobRetention } from '../handlers/job-retention.service.js';
 import { backoffDelayMs } from '../model/backoff.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
@@ -8,7 +9,6 @@ import { errorInfo } from '../model/error-info.js';
 import { isUnrecoverable } from '../model/errors/unrecoverable-job.error.js';
 import { JobEvents, type OutcomeSlot } from '../model/events/job-events.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
-import { firstAnswer } from '../model/first-answer.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
 import { assertStorableResult } from '../model/result-validator.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
@@ -205,16 +205,19 @@ export class JobFinalizer {
    * lease, or shutdown's hard bound: a row left under this lock would be reclaimed, and charged a `LeaseExpired`
    * attempt, for a claim that ran nothing (the long checker's seed 484: a late claim at shutdown whose hand-back was
    * refused once). Resolves true when the row went back, false when it was no longer under this lock (reclaimed),
-   * undefined when no answer came in time (the row is then reclaimed like a crashed worker's). Never rejects.
+   * undefined when no answer came in time or it was refused for good (the row is then reclaimed like a crashed
+   * worker's). Never rejects.
    */
-  async releaseUnstarted(claim: ClaimedJob): Promise<boolean | undefined> {
+  releaseUnstarted(claim: ClaimedJob): Promise<boolean | undefined> {
     const { doc, lockId } = claim;
-    const write = async () =>
-      (await this.outcomes.release(doc._id, lockId, now())) || (await this.outcomes.finishedBy(doc._id, lockId));
-    const leaseEnd = doc.lockedUntil?.getTime() ?? Date.now();
-    const giveUpAt = () =>
-      Math.min(Math.max(leaseEnd, Date.now()) + HAND_BACK_WINDOW_MS, this.deadline.endsAt ?? Number.POSITIVE_INFINITY);
-    return (await firstAnswer(write, giveUpAt, IN_DOUBT))?.value;
+    // Fixed now: a bound read again at each step would move with the clock once the lease is over.
+    const until = Math.max(doc.lockedUntil?.getTime() ?? 0, Date.now()) + HAND_BACK_WINDOW_MS;
+    return sendOwnedWrite(
+      () => this.outcomes.release(doc._id, lockId, now()),
+      () => this.outcomes.finishedBy(doc._id, lockId),
+      until,
+      this.deadline,
+    );
   }
 
   private async deadLetterUnstorable(

@@ -93,3 +93,11 @@ function isServerErrorWithCode(error: unknown, codes: ReadonlySet<number>): erro
 function hasRetryableLabel(error: mongo.MongoServerError): boolean {
   return error.hasErrorLabel('RetryableWriteError') || error.hasErrorLabel('TransientTransactionError');
 }
+
+/**
+ * Whether `error` is this process's own client being closed (or never connected): transient to a write in flight, but
+ * nothing that waiting fixes at bootstrap, where the application is going down.
+ */
+export function isClientClosed(error: unknown): boolean {
+  return error instanceof mongo.MongoTopologyClosedError || error instanceof mongo.MongoNotConnectedError;
+}

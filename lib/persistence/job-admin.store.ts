@@ -166,16 +166,19 @@ export class JobAdminStore {
 
   /**
    * Makes a pending job due at `now`: its `runAt` moves earlier, never before the deadline a cancelled run left on it
-   * (`lockedUntil` of a job retried after a cancel while running: that run's handler may still be settling). Written
+   * (`lockedUntil` of a job retried after a cancel while running: that run's handler may still be settling), and never
+   * for a cron tick's row (due at its tick already, unless enqueued ahead by tooling; its keep counts from it). Written
    * only over the row as read (status, `runAt` and `lockedUntil`), read again when it changed meanwhile. The row
    * afterwards, whether or not this call moved it (`promoted` says); null when there is no such job.
    */
   async promote(id: Types.ObjectId, now: Date): Promise<{ row: JobDocument; promoted: boolean } | null> {
     let row = await this.reads.findById(id);
     for (let tries = 0; row && tries < DEDUPE_WRITE_TRIES; tries += 1) {
-      if (row.status !== 'pending') break;
-      const earliest = row.lockedUntil !== undefined && row.lockedUntil > now ? row.lockedUntil : now;
-      if (row.runAt <= earliest) break;
+      // A cron tick's row stays at its tick: its retention keep counts from there (what stops the tick running twice).
+      if (row.status !== 'pending' || row.scheduleKey !== undefined) break;
+      const earliest = row.lockedUntil instanceof Date && row.lockedUntil > now ? row.lockedUntil : now;
+      // A `runAt` that is no date (a row written by other tools) is never due: any promote fixes it.
+      if (row.runAt instanceof Date && row.runAt <= earliest) break;
       const promoted = await this.collection.findOneAndUpdate(
         {
           _id: id,

@@ -5,7 +5,7 @@ import { IndexSetupTimeoutError } from '../model/errors/index-setup-timeout.erro
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { raceTimeout } from '../model/race-timeout.js';
-import { classifyWriteError } from './database-errors.js';
+import { classifyWriteError, isClientClosed } from './database-errors.js';
 import { GUARANTEE_INDEXES, guaranteeIndexProblem, type IndexInfo, isLegacyDedupeIndex } from './guarantee-indexes.js';
 import { JobIndexStore } from './job-index.store.js';
 import { isLegacyClaimIndex } from './legacy-claim-index.js';
@@ -48,7 +48,7 @@ export class JobIndexes implements OnModuleInit {
       try {
         return await this.setUp();
       } catch (error) {
-        if (attempts.over || classifyWriteError(error) !== 'transient') throw error;
+        if (attempts.over || classifyWriteError(error) !== 'transient' || isClientClosed(error)) throw error;
         attempts.lastError = error;
         this.logger.warn(
           `Setting up the indexes of collection "${this.options.collectionName}" failed (${errorInfo(error).message}); ` +

@@ -12,6 +12,7 @@ import { getConnectionToken, MongooseModule } from '@nestjs/mongoose';
 import type { Connection } from 'mongoose';
 import { DashboardGuardRequiredError, InvalidOptionError, JobsModule, JobsService } from '../../lib';
 import { JobsDashboardModule, type JobsDashboardOptions } from '../../lib/dashboard';
+import { storedJobRow } from '../support/stored-job-row';
 import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 interface Answer {
@@ -289,7 +290,7 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
     await finish(app, other, 'dead');
     expect(await request('POST', '/jobs/api/jobs/retry', { body: { name: 'bulk', status: 'dead' } })).toEqual({
       status: 200,
-      body: { retried: 3, skipped: 0, more: false },
+      body: { retried: 3, skipped: 0, more: false, nextCursor: null },
     });
     for (const id of dead) expect((await jobs.findById(id))?.status).toBe('pending');
     expect((await jobs.findById(failed))?.status).toBe('failed');
@@ -298,6 +299,24 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
       status: 200,
       body: { retried: 1 },
     });
+  });
+
+  it('walks a bulk retry of more than 1,000 jobs by cursor: each job once, even when the revived ones die again', async () => {
+    await rows(app).insertMany(
+      Array.from({ length: 1_002 }, () =>
+        storedJobRow({ name: 'bulk-walk', status: 'dead', maxAttempts: 1 }),
+      ) as never[],
+    );
+    const first = await request('POST', '/jobs/api/jobs/retry', { body: { name: 'bulk-walk', status: 'dead' } });
+    expect(first).toMatchObject({ status: 200, body: { retried: 1_000, skipped: 0, more: true } });
+    // The revived jobs die again before the next call (a handler that always throws): a walk restarted from the
+    // newest would find 1,000 dead jobs again, for ever.
+    await rows(app).updateMany({ name: 'bulk-walk', status: 'pending' }, { $set: { status: 'dead' } });
+    const cursor = first.body.nextCursor;
+    expect(typeof cursor).toBe('string');
+    expect(
+      await request('POST', '/jobs/api/jobs/retry', { body: { name: 'bulk-walk', status: 'dead', cursor } }),
+    ).toEqual({ status: 200, body: { retried: 2, skipped: 0, more: false, nextCursor: null } });
   });
 
   it('purges at most 1,000 jobs per call and says when more are left, so one request cannot run for minutes', async () => {
@@ -450,6 +469,8 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
       ['POST', '/jobs/api/jobs/retry', { status: 'dead' }, 400, 'name'],
       ['POST', '/jobs/api/jobs/retry', { name: 'bulk', status: 'dead', limit: 5 }, 400, 'limit'],
       ['POST', '/jobs/api/jobs/retry', [], 400, 'body'],
+      ['POST', '/jobs/api/jobs/retry', { name: 'bulk', status: 'dead', cursor: 'not-a-cursor' }, 400, 'cursor'],
+      ['POST', '/jobs/api/jobs/retry', { name: 'bulk', status: 'dead', cursor: 7 }, 400, 'cursor'],
       ['POST', '/jobs/api/purge', { status: 'pending' }, 400, 'status'],
       ['POST', '/jobs/api/purge', { status: 'dead', finishedBefore: 'soon' }, 400, 'finishedBefore'],
       ['POST', '/jobs/api/purge', { status: 'dead', before: '2026-01-01T00:00:00Z' }, 400, 'before'],

@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { ObjectId } from 'bson';
 import { InvalidJobIdError, type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { uniqueDatabaseName } from '../support/test-database';
 
 /** Handler calls per job id, and when each started. */
@@ -65,6 +66,22 @@ describe('promote', () => {
     expect(started.has(job.id)).toBe(false);
     // And a second promote finds nothing to move.
     expect((await app.jobs.promote(job.id))?.runAt).toEqual(settleUntil);
+  });
+
+  it("leaves a cron tick's row at its tick, and gives a row whose runAt is no date one (it was never due)", async () => {
+    const tick = new Date(Date.now() + 3_600_000);
+    const rows = app.connection.collection('jobs');
+    const { insertedId: tickId } = await rows.insertOne(
+      storedJobRow({ name: 'promote.tick', status: 'pending', runAt: tick, scheduleKey: `cron:promote.tick:${+tick}` }),
+    );
+    expect((await app.jobs.promote(tickId.toHexString()))?.runAt).toEqual(tick);
+    const { insertedId: foreignId } = await rows.insertOne(
+      storedJobRow({ name: 'promote.foreign', status: 'pending', runAt: null }),
+    );
+    const before = Date.now();
+    const promoted = await app.jobs.promote(foreignId.toHexString());
+    expect(promoted?.runAt).toBeInstanceOf(Date);
+    expect(promoted?.runAt.getTime()).toBeGreaterThanOrEqual(before);
   });
 
   it('answers null for no such job and refuses an invalid id with InvalidJobIdError', async () => {

@@ -479,17 +479,32 @@ function unbackedAttempts(
     if (line.type === 'exit' && line.signal === 'SIGKILL') killedAt.set(line.process as string, line.t);
   }
   const excused = (lock: string) => killedAt.has(lock.slice(0, lock.lastIndexOf('#')));
-  // The documented give-up of a claim in doubt: its worker could not read the row back before the lease ended nor
-  // hand it back before another worker reclaimed it, and logged so for that lock; and its proxy shows why (a faulted
-  // claim or read, a cut or a black hole around it): a worker not cut off has no excuse.
-  const claimGivenUp = (job: string, lock: string, held: HistoryLine) =>
-    lines.some(
+  // The documented give-up of a claim in doubt, logged by its worker for that lock, with the evidence for it: when
+  // its hand-back answered "no row under it", the row was already someone else's (seen under another lock or
+  // finished) by then; when no answer came at all, its connection was cut off around the claim (its reply faulted,
+  // a cut or a black hole). A worker that was not cut off, or a hand-back that missed a row still under its lock,
+  // has no excuse.
+  const claimGivenUp = (job: string, lock: string, held: HistoryLine) => {
+    const gaveUp = lines.find(
       (line) =>
         line.type === 'log' &&
         line.p === lock.slice(0, lock.lastIndexOf('#')) &&
         String(line.message).includes(`A claim (lock ${lock})`) &&
         String(line.message).includes('could not be read back before its lease ended'),
-    ) && cutOffAround(job, lock, held.t, lines);
+    );
+    if (!gaveUp) return false;
+    if (String(gaveUp.message).includes('no row was left under it')) {
+      return lines.some(
+        (line) =>
+          line.type === 'row' &&
+          line.job === job &&
+          line.t > held.t &&
+          line.t <= gaveUp.t + ROW_WATCH_SLACK_MS &&
+          (line.lock !== lock || line.status !== 'running'),
+      );
+    }
+    return cutOffAround(job, lock, held.t, lines);
+  };
   // The lease loss the lock's own worker recorded for the attempt it claimed (its `stale` event), near the claim.
   const leaseLossRecorded = (job: string, lock: string, held: HistoryLine) =>
     lines.some(
@@ -547,10 +562,13 @@ function unbackedAttempts(
   return violations;
 }
 
+/** How long after a change the row watcher (every 150 ms) may record it. */
+const ROW_WATCH_SLACK_MS = 300;
+
 /**
- * Whether the connection of a lock's worker was in trouble around its claim: the claim's own reply was faulted, or its
- * proxy faulted a claim or a read, cut or black-holed, from 3 s before the row was seen taken to 5 s after (a lease
- * and the hand-back window).
+ * Whether the connection of a lock's worker was cut off around its claim: the claim's own reply was faulted (lost,
+ * or held and then cut), or its proxy cut or black-holed every connection, from 3 s before the row was seen taken to
+ * 5 s after (a lease and the hand-back window).
  */
 function cutOffAround(job: string, lock: string, seenAt: number, lines: HistoryLine[]): boolean {
   const proxy = `proxy${lock.slice(0, lock.lastIndexOf('#')).split('.')[0].slice(1)}`;
@@ -559,9 +577,7 @@ function cutOffAround(job: string, lock: string, seenAt: number, lines: HistoryL
       line.t >= seenAt - 3_000 &&
       line.t <= seenAt + 5_000 &&
       ((line.type === 'fault-reply' && line.job === job && line.kind === 'claim') ||
-        (line.type === 'fault' &&
-          line.proxy === proxy &&
-          (line.fault === 'cut' || line.fault === 'blackhole' || line.kind === 'claim' || line.kind === 'read'))),
+        (line.type === 'fault' && line.proxy === proxy && (line.fault === 'cut' || line.fault === 'blackhole'))),
   );
 }
 

@@ -526,17 +526,26 @@ function renderBulkRetryCount() {
 }
 
 /**
- * Calls a bounded bulk route again while it says `more` and the last call did something (skipped rows stay in the
- * filter: a call that changes nothing would find them again), reporting the running totals after each call.
+ * Calls a bounded bulk route again while it says `more` and `goOn` gives the next body (a retry goes on from the
+ * `nextCursor` of the call before, so each job is visited once even when the jobs it revived die again meanwhile),
+ * reporting the running totals after each call. One bulk action at a time: the forms' buttons are disabled meanwhile.
  */
-async function repeatBulk(path, body, doneOf, report) {
+async function repeatBulk(path, body, goOn, report) {
   const totals = {};
-  for (;;) {
-    const answer = await api('POST', path, body);
-    for (const [key, value] of Object.entries(answer))
-      if (typeof value === 'number') totals[key] = (totals[key] ?? 0) + value;
-    report(totals, answer.more);
-    if (!answer.more || doneOf(answer) === 0) return totals;
+  const buttons = [...document.querySelectorAll('#bulk button')];
+  for (const button of buttons) button.disabled = true;
+  try {
+    for (let next = body; next; ) {
+      const answer = await api('POST', path, next);
+      for (const [key, value] of Object.entries(answer)) {
+        if (typeof value === 'number') totals[key] = (totals[key] ?? 0) + value;
+      }
+      report(totals, answer.more);
+      next = answer.more ? goOn(answer, next) : null;
+    }
+    return totals;
+  } finally {
+    for (const button of buttons) button.disabled = false;
   }
 }
 
@@ -556,7 +565,8 @@ async function bulkRetry(event) {
   };
   say({}, true);
   try {
-    await repeatBulk('jobs/retry', { name, status }, (answer) => answer.retried, say);
+    const onward = (answer, body) => (answer.nextCursor ? { ...body, cursor: answer.nextCursor } : null);
+    await repeatBulk('jobs/retry', { name, status }, onward, say);
   } catch (error) {
     $('bulk-message').textContent = `Retry all stopped: ${error.message}`;
   }
@@ -566,12 +576,13 @@ async function bulkRetry(event) {
 async function bulkPurge(event) {
   event.preventDefault();
   const { name, status, age, unit } = Object.fromEntries(new FormData($('bulk-purge')));
-  const ageMs = Number(age) * Number(unit);
-  if (!Number.isFinite(ageMs) || ageMs < 0) {
-    $('bulk-message').textContent = 'The age must be a number of minutes, hours or days, 0 or more.';
+  const cutoff = new Date(Date.now() - Number(age) * Number(unit));
+  if (!(Number(age) >= 0) || Number.isNaN(cutoff.getTime())) {
+    $('bulk-message').textContent =
+      'The age must be a number of minutes, hours or days, 0 or more (and not before year 0).';
     return;
   }
-  const finishedBefore = new Date(Date.now() - ageMs).toISOString();
+  const finishedBefore = cutoff.toISOString();
   const which = `${status} jobs${name ? ` of "${name}"` : ''} finished before ${formatDate(finishedBefore)}`;
   if (!confirm(`Delete all ${which}? This cannot be undone.`)) return;
   const say = (totals, more) => {
@@ -580,7 +591,7 @@ async function bulkPurge(event) {
   say({}, true);
   const body = { status, finishedBefore, ...(name && { name }) };
   try {
-    await repeatBulk('purge', body, (answer) => answer.deleted, say);
+    await repeatBulk('purge', body, (answer, sent) => (answer.deleted > 0 ? sent : null), say);
   } catch (error) {
     $('bulk-message').textContent = `Delete stopped: ${error.message}`;
   }
