@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
 import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import { groupByJob, leaseOverlaps, readExecutions } from '../support/execution-records';
 import { createJobsTestApp, waitFor } from '../support/jobs-app';
 import { notReached, reached, type ScenarioRun, untilPreconditionReached } from '../support/precondition';
+import { scratchDatabases } from '../support/scratch-databases';
 import { sleep } from '../support/sleep';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const WORKERS = 3;
 const JOBS = 300;
@@ -123,29 +124,14 @@ async function crashScenario(client: MongoClient, dbNames: string[]): Promise<Sc
 }
 
 describe('chaos: worker processes SIGKILLed while they run jobs', () => {
-  let client: MongoClient;
-  const dbNames: string[] = [];
-
-  beforeAll(async () => {
-    client = await connectTestClient();
-  });
-
-  afterAll(async () => {
-    for (const dbName of dbNames) {
-      await client
-        ?.db(dbName)
-        .dropDatabase()
-        .catch(() => undefined);
-    }
-    await client?.close();
-  });
+  const scratch = scratchDatabases();
 
   it(
     `${JOBS} jobs, ${WORKERS} workers, one SIGKILLed (and restarted) every second ${KILLS} times: none lost, no overlapping owners`,
     async () => {
       const killed = await untilPreconditionReached(
         'every kill came while work was left, and some kill caught an execution running',
-        () => crashScenario(client, dbNames),
+        () => crashScenario(scratch.client, scratch.names),
       );
       expect(killed).toBeGreaterThan(0);
     },

@@ -1,13 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
 import type { JobsWorkerStatus } from '../../lib';
 import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import { lateWatchdogs, leaseOverlaps, readExecutions } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { notReached, reached, type ScenarioRun, untilPreconditionReached } from '../support/precondition';
+import { scratchDatabases } from '../support/scratch-databases';
 import { sleep } from '../support/sleep';
 import { TcpProxy } from '../support/tcp-proxy';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const OUTAGE_MS = 5_000;
 const LEASE_MS = 1000;
@@ -176,29 +177,14 @@ async function outageScenario(client: MongoClient, dbNames: string[]): Promise<S
 }
 
 describe('chaos: the database is unreachable for 5 s', () => {
-  let client: MongoClient;
-  const dbNames: string[] = [];
-
-  beforeAll(async () => {
-    client = await connectTestClient();
-  });
-
-  afterAll(async () => {
-    for (const dbName of dbNames) {
-      await client
-        ?.db(dbName)
-        .dropDatabase()
-        .catch(() => undefined);
-    }
-    await client?.close();
-  });
+  const scratch = scratchDatabases();
 
   it(
     'no worker crashes, health goes down then up, and every job completes afterwards',
     async () => {
       await untilPreconditionReached(
         'the long jobs running when the link dropped, and work left when it came back',
-        () => outageScenario(client, dbNames),
+        () => outageScenario(scratch.client, scratch.names),
       );
     },
     3 * 90_000,

@@ -1,12 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { MongoClient } from 'mongodb';
 import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import { type ExecutionRecord, leaseOverlaps, readExecutions } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { maxOverlap } from '../support/limit-records';
 import { notReached, reached, type ScenarioRun, untilPreconditionReached } from '../support/precondition';
+import { scratchDatabases } from '../support/scratch-databases';
 import { sleep } from '../support/sleep';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const WORKERS = 3;
 const JOBS = 300;
@@ -95,36 +96,21 @@ async function killScenario(
 }
 
 describe('chaos: a fleet-wide limit while worker processes are SIGKILLed', () => {
-  let client: MongoClient;
-  const dbNames: string[] = [];
-
-  beforeAll(async () => {
-    client = await connectTestClient();
-  });
-
-  afterAll(async () => {
-    for (const dbName of dbNames) {
-      await client
-        ?.db(dbName)
-        .dropDatabase()
-        .catch(() => undefined);
-    }
-    await client?.close();
-  });
+  const scratch = scratchDatabases();
 
   it(
     `${JOBS} jobs with globalConcurrency ${LIMIT} on ${WORKERS} workers, ${KILLS} SIGKILLs: never more than ${LIMIT} live owners, none lost`,
     async () => {
       const { executions, killedAt, dbName } = await untilPreconditionReached(
         'every kill hit a worker running a limited job, and one stranded a running execution',
-        () => killScenario(client, dbNames),
+        () => killScenario(scratch.client, scratch.names),
       );
       // A killed execution was live until its process died.
       const intervals = executions.map((e) => ({ start: e.start, end: e.end ?? killedAt.get(e.workerId) }));
       expect(intervals.every((interval) => interval.end !== undefined)).toBe(true);
       expect(maxOverlap(intervals)).toBe(LIMIT);
       expect(leaseOverlaps(executions)).toEqual([]);
-      const rows = await client.db(dbName).collection('jobs').find({}).toArray();
+      const rows = await scratch.client.db(dbName).collection('jobs').find({}).toArray();
       expect(rows.filter((row) => row.status !== 'completed')).toEqual([]);
       expect(rows.filter((row) => row.concurrencySlot !== undefined)).toEqual([]);
     },

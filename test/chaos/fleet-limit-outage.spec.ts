@@ -5,9 +5,10 @@ import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { type LimitRecord, maxOverlap, recordStart } from '../support/limit-records';
 import { notReached, reached, type ScenarioRun, untilPreconditionReached } from '../support/precondition';
+import { scratchDatabases } from '../support/scratch-databases';
 import { sleep } from '../support/sleep';
 import { TcpProxy } from '../support/tcp-proxy';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const JOBS = 60;
 const OUTAGES = 3;
@@ -79,31 +80,22 @@ async function outagesScenario(client: MongoClient, proxy: TcpProxy, dbNames: st
 }
 
 describe('chaos: a fleet-wide limit while one worker’s database connection keeps dropping', () => {
-  let client: MongoClient;
+  const scratch = scratchDatabases();
   let proxy: TcpProxy;
-  const dbNames: string[] = [];
 
   beforeAll(async () => {
-    client = await connectTestClient();
     proxy = await TcpProxy.start(testMongoUri());
   });
 
   afterAll(async () => {
     await proxy?.close();
-    for (const dbName of dbNames) {
-      await client
-        ?.db(dbName)
-        .dropDatabase()
-        .catch(() => undefined);
-    }
-    await client?.close();
   });
 
   it(
     `${JOBS} jobs of a globalConcurrency-1 name on two apps, one behind ${OUTAGES} outages: never two at once, none lost`,
     async () => {
       // Both apps ran jobs (the scenario's precondition), so the limit was held between them.
-      await untilPreconditionReached('both apps ran jobs', () => outagesScenario(client, proxy, dbNames));
+      await untilPreconditionReached('both apps ran jobs', () => outagesScenario(scratch.client, proxy, scratch.names));
     },
     3 * 90_000,
   );

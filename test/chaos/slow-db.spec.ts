@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import type { Db, Document, MongoClient, WithId } from 'mongodb';
 import { ChaosCluster, type ChaosWorker } from '../support/chaos-cluster';
 import {
@@ -11,9 +11,10 @@ import {
 } from '../support/execution-records';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { notReached, reached, type ScenarioRun, untilPreconditionReached } from '../support/precondition';
+import { scratchDatabases } from '../support/scratch-databases';
 import { sleep } from '../support/sleep';
 import { randomDelay, TcpProxy } from '../support/tcp-proxy';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 const LEASE_MS = 1000;
 const LONG_JOBS = 3;
@@ -135,31 +136,16 @@ function claimsNeverRun(records: ExecutionRecord[], rows: WithId<Document>[]): n
 }
 
 describe('chaos: every database message delayed 0–200 ms', () => {
-  let client: MongoClient;
-  const dbNames: string[] = [];
+  const scratch = scratchDatabases();
   /** The run that reached its precondition; the second test reads its records. */
   let run: StallRun | undefined;
-
-  beforeAll(async () => {
-    client = await connectTestClient();
-  });
-
-  afterAll(async () => {
-    for (const dbName of dbNames) {
-      await client
-        ?.db(dbName)
-        .dropDatabase()
-        .catch(() => undefined);
-    }
-    await client?.close();
-  });
 
   it(
     'never two owners of a live lease; a worker whose link stalls loses its jobs on time to the others',
     async () => {
       run = await untilPreconditionReached(
         'the stall caught a live long job of c, and a claim of c answered after its lease',
-        () => stallScenario(client, dbNames),
+        () => stallScenario(scratch.client, scratch.names),
       );
       const { liveAtStall, stallStart } = run;
       const records = await readExecutions(run.db);
