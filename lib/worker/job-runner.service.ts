@@ -16,6 +16,7 @@ import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import { type JobEventSubject, JobEvents } from '../model/events/job-events.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
 import { describeJobId } from '../model/job-id.js';
@@ -139,7 +140,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       if (typeof handler !== 'string') return await this.start(claim, handler, jobId);
       // Checked here, where the slot is taken synchronously: covers runNow and a claim racing another one too.
       if (this.stopping) await this.handBack(claim, jobId);
-      else await this.finalizer.releaseUnstarted(claim);
+      else await this.releaseUnstarted(claim, jobId);
       return { kind: 'not_started', reason: handler };
     } catch (error) {
       return this.setAside(claim, jobId, `starting it failed: ${messageOf(error)}`);
@@ -313,12 +314,29 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   /** During shutdown: a claim that landed after it began goes straight back to `pending`, and its summary counts it. */
   private async handBack(claim: ClaimedJob, jobId: string): Promise<void> {
-    // False: the row is no longer under this claim's lock (another worker reclaimed it); undefined: no answer in time.
-    const released = await this.finalizer.releaseUnstarted(claim);
+    const released = await this.releaseUnstarted(claim, jobId);
     const fate: RowFate = released === undefined ? 'left' : released ? 'released' : 'not_ours';
     if (released === undefined)
       this.logger.warn(`Job ${jobId}: handing back a claim at shutdown got no answer in time`);
     this.shutdownHandBacks.push({ jobId, fate });
+  }
+
+  /**
+   * Hands a claim this process will not start back to `pending`. False: the row is no longer under this claim's lock:
+   * its lease ran out (the claim's answer came late) and another worker reclaimed it, charging a `LeaseExpired`
+   * attempt. That is a lease lost like any other, so it is recorded as one (`stale`, no handler call), as when a late
+   * claim's lease is found lost at its start (the long checker's seed 556: a claim answered 150 ms before its lease
+   * ended, in a worker shutting down behind a black hole). Undefined: no answer in time.
+   */
+  private async releaseUnstarted(claim: ClaimedJob, jobId: string): Promise<boolean | undefined> {
+    const released = await this.finalizer.releaseUnstarted(claim);
+    if (released === false) {
+      const { doc, lockId } = claim;
+      const lost = new LeaseLostError(jobId, lockId, 'taken-over');
+      this.events.emit('stale', { jobId, name: doc.name, attempt: doc.attemptCount + 1 }, lost.message);
+      this.telemetry?.leaseLost(doc.name);
+    }
+    return released;
   }
 
   private async shutdown(): Promise<void> {

@@ -433,6 +433,29 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     }
   });
 
+  it('records the lost lease of a late claim at shutdown whose row another worker took first (stale, no call)', async () => {
+    // The long checker's seed 556: a claim answered just before its lease ended, in a worker shutting down; the
+    // row was reclaimed before the hand-back, which then matched nothing, and nothing recorded the lost lease.
+    const { app, raw } = await startApp('late-claim-taken-over', { leaseMs: 10_000, shutdownGraceMs: 200 });
+    const runAt = new Date(Date.now() + 300);
+    const late = proxy.interceptReply({ match: isClaimThatCanTake(runAt), action: { delayMs: 1_500 } });
+    try {
+      const job = await app.jobs.enqueue('quick', { case: 'late claim, taken over' }, { runAt, maxAttempts: 1 });
+      await waitFor(async () => (await raw.findOne({}))?.status === 'running', 'the claim to land (its answer held)');
+      // Another worker's reclaim, as the row's lease ran out while the answer was held.
+      await raw.updateOne({}, { $set: { lockedBy: 'elsewhere#1' }, $inc: { attemptCount: 1 } });
+      await app.close();
+      expect(late.answered).toBe(1);
+      expect(events.filter((event) => event.jobId === job.id && event.type === 'stale')).toEqual([
+        expect.objectContaining({ type: 'stale', attempt: 1 }),
+      ]);
+      expect(calls.get(job.id)).toBeUndefined();
+      expect(await raw.findOne({})).toMatchObject({ status: 'running', lockedBy: 'elsewhere#1' });
+    } finally {
+      late.remove();
+    }
+  });
+
   it('keeps the rate token of a limited claim whose answer was lost and that ran after all', async () => {
     // The checker's long seed 100 (issue 24): the claim's answer was lost, its token was given back, the row was
     // read back and run, and a fifth start fitted into a window of four.
