@@ -1,16 +1,28 @@
-import { startTestMongoServer, type TestMongoServer } from './mongo-server';
+import { startJavaTestServer, startTestMongoServer, type TestMongoServer } from './mongo-server';
 
 declare global {
   // Shared between jest's global setup and teardown (same process).
-  var __JOBS_TEST_MONGO__: TestMongoServer | undefined;
+  var __JOBS_TEST_MONGO__: TestMongoServer[] | undefined;
 }
 
-/** Starts (or adopts) the MongoDB wire server every test file connects to. */
-export default async function globalSetup(): Promise<void> {
+/**
+ * Starts (or adopts) the MongoDB wire server the test files connect to. The in-memory Java test server runs one
+ * command at a time, so two files timing short leases against one would slow each other down: then every further jest
+ * worker (`maxWorkers`) gets a Java server of its own (`testMongoUri` picks it). A real server is shared.
+ */
+export default async function globalSetup(globalConfig: { maxWorkers: number }): Promise<void> {
   const log = (line: string) => process.stdout.write(`[mongo] ${line}\n`);
   const server = await startTestMongoServer(log);
-  globalThis.__JOBS_TEST_MONGO__ = server;
+  globalThis.__JOBS_TEST_MONGO__ = [server];
   process.env.JOBS_TEST_MONGO_URI = server.uri;
   process.env.JOBS_TEST_MONGO_KIND = server.kind;
   log(`using ${server.description}`);
+  if (server.kind !== 'mongo-java-server') return;
+  const workers = Array.from({ length: globalConfig.maxWorkers - 1 }, (_, index) => index + 2);
+  const own = await Promise.all(workers.map(() => startJavaTestServer()));
+  globalThis.__JOBS_TEST_MONGO__.push(...own);
+  own.forEach((each, index) => {
+    process.env[`JOBS_TEST_MONGO_URI_${workers[index]}`] = each.uri;
+  });
+  if (own.length > 0) log(`and one more for each further jest worker (${own.map((each) => each.uri).join(', ')})`);
 }

@@ -1,5 +1,6 @@
-/** Stops the server that global setup started (a no-op for MONGODB_URI). */
+/** Stops the servers that global setup started (a no-op for MONGODB_URI). */
 export default async function globalTeardown(): Promise<void> {
-  await globalThis.__JOBS_TEST_MONGO__?.stop();
+  const servers = globalThis.__JOBS_TEST_MONGO__ ?? [];
   globalThis.__JOBS_TEST_MONGO__ = undefined;
+  await Promise.all(servers.map((server) => server.stop()));
 }

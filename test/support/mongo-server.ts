@@ -73,6 +73,11 @@ export async function startTestMongoServer(log: (line: string) => void): Promise
   }
   const memory = await startMemoryServer(log);
   if (memory) return memory;
+  return startJavaTestServer();
+}
+
+/** One in-memory Java test server (`test/support/java-server/`). */
+export async function startJavaTestServer(): Promise<TestMongoServer> {
   const java = await startJavaServer();
   return {
     kind: 'mongo-java-server',

@@ -2,9 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { MongoClient } from 'mongodb';
 import mongoose, { type Connection } from 'mongoose';
 
-/** The server global setup resolved; set for every jest worker. */
+/**
+ * The server global setup resolved for this jest worker: its own when setup started one per worker, else the shared
+ * one (worker 1, `--runInBand`, `MONGODB_URI`).
+ */
 export function testMongoUri(): string {
-  const uri = process.env.JOBS_TEST_MONGO_URI;
+  const uri = process.env[`JOBS_TEST_MONGO_URI_${process.env.JEST_WORKER_ID}`] ?? process.env.JOBS_TEST_MONGO_URI;
   if (!uri) throw new Error('JOBS_TEST_MONGO_URI is not set: run the tests through `npm test` (jest global setup).');
   return uri;
 }
