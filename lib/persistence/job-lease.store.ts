@@ -1,8 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { type Model, mongo, type Types } from 'mongoose';
+import type { Model, mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
 import type { JobProgress } from '../model/job-record.js';
 import { JOBS_MODEL } from '../model/jobs.constants.js';
+import { commandError, refusedWrites } from './bulk-write-errors.js';
 import { jobsCollection } from './jobs-collection.js';
 import { owned } from './owner-fence.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';
@@ -120,34 +121,3 @@ const LEASE_OWNER_FIELDS = { lockedBy: 1, status: 1, lockedUntil: 1, finishedBy:
 
 /** The lease store methods a renewal uses (a narrow port, so the batcher's unit tests need no database). */
 export type LeaseRenewalStore = Pick<JobLeaseStore, 'renewLease' | 'renewLeases' | 'readLeaseOwners'>;
-
-/**
- * The per-op write errors of a bulk write that failed only op by op, each as the `MongoServerError` a single-document
- * write would have rejected with; undefined when the command itself failed (no write errors, or a write concern
- * error, which says nothing about which op it hit).
- */
-function refusedWrites(error: unknown): Map<number, mongo.MongoServerError> | undefined {
-  if (!(error instanceof mongo.MongoBulkWriteError) || error.writeConcernError) return undefined;
-  const writeErrors = [error.writeErrors].flat();
-  if (writeErrors.length === 0) return undefined;
-  return new Map(
-    writeErrors.map((writeError) => [
-      writeError.index,
-      new mongo.MongoServerError({
-        message: writeError.errmsg ?? 'write refused',
-        code: writeError.code,
-        errInfo: writeError.errInfo,
-      }),
-    ]),
-  );
-}
-
-/**
- * The error a failed bulk command rejects with as a single write would have: the driver wraps a network or timeout
- * error of `bulkWrite` in a `MongoBulkWriteError` (keeping the original as its `errorResponse`); unwrapped, a batched
- * renewal fails with the same `MongoNetworkError` as `renewLease`.
- */
-function commandError(error: unknown): unknown {
-  if (!(error instanceof mongo.MongoBulkWriteError) || [error.writeErrors].flat().length > 0) return error;
-  return error.errorResponse instanceof Error ? error.errorResponse : error;
-}

@@ -5,16 +5,24 @@ import type { JobAttempt, JobProgress } from '../model/job-record.js';
 import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
 import { expiry, failedUpdate } from './finishing-updates.js';
 import { jobsCollection } from './jobs-collection.js';
+import { OwnedUpdateBatcher } from './owned-update-batcher.js';
 import { updateOwned } from './owner-fence.js';
-import { LOCK_FIELDS, RELEASED_FIELDS, USER_VALUE_OPTIONS } from './row-fields.js';
+import { LOCK_FIELDS, RELEASED_FIELDS } from './row-fields.js';
 
-/** The owner-fenced writes that end a run: completed, failed attempt, dead, failed as stored, released. */
+/**
+ * The owner-fenced writes that end a run: completed, failed attempt, dead, failed as stored, released. Completions and
+ * failed attempts sent in one event-loop turn share one command (`OwnedUpdateBatcher`), each answered as if sent
+ * alone. The others go out at once, unbatched: a hand-back of a claim that will not start must reach the server before
+ * this worker's next claim, whose reclaim search would otherwise find the row expired and charge it an attempt.
+ */
 @Injectable()
 export class JobOutcomeStore {
   private readonly collection: mongo.Collection<JobDocument>;
+  private readonly batcher: OwnedUpdateBatcher;
 
   constructor(@Inject(JOBS_MODEL) model: Model<JobDocument>) {
     this.collection = jobsCollection(model);
+    this.batcher = new OwnedUpdateBatcher(this.collection);
   }
 
   /**
@@ -36,25 +44,19 @@ export class JobOutcomeStore {
     now: Date,
     { result, progress, expiresAt }: { result?: unknown; progress?: JobProgress; expiresAt?: Date } = {},
   ): Promise<boolean> {
-    return updateOwned(
-      this.collection,
-      id,
-      lockId,
-      {
-        $set: {
-          status: 'completed',
-          finishedBy: lockId,
-          finishedAt: now,
-          updatedAt: now,
-          ...(result === undefined ? {} : { result }),
-          ...(progress === undefined ? {} : { progress }),
-          ...expiry(expiresAt),
-        },
-        // No progress from this attempt: an earlier attempt's value must not pass for this one's.
-        $unset: { ...RELEASED_FIELDS, lastError: '', ...(progress === undefined ? { progress: '' } : {}) },
+    return this.batcher.update(id, lockId, {
+      $set: {
+        status: 'completed',
+        finishedBy: lockId,
+        finishedAt: now,
+        updatedAt: now,
+        ...(result === undefined ? {} : { result }),
+        ...(progress === undefined ? {} : { progress }),
+        ...expiry(expiresAt),
       },
-      USER_VALUE_OPTIONS,
-    );
+      // No progress from this attempt: an earlier attempt's value must not pass for this one's.
+      $unset: { ...RELEASED_FIELDS, lastError: '', ...(progress === undefined ? { progress: '' } : {}) },
+    });
   }
 
   /** Records a failed attempt, then either schedules the retry or dead-letters the job. */
@@ -66,8 +68,7 @@ export class JobOutcomeStore {
   ): Promise<boolean> {
     const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } };
     const common = { lastError: attempt.error, updatedAt: attempt.at, finishedBy: lockId };
-    return updateOwned(
-      this.collection,
+    return this.batcher.update(
       id,
       lockId,
       next.status === 'pending'

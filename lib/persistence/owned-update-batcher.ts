@@ -1,0 +1,125 @@
+import type { mongo, Types } from 'mongoose';
+import type { JobDocument } from '../model/job-document.js';
+import { commandError, refusedWrites } from './bulk-write-errors.js';
+import { owned, updateOwned } from './owner-fence.js';
+import { USER_VALUE_OPTIONS } from './row-fields.js';
+
+/** Most updates one command carries; more in one flush go out as several commands at once. */
+export const MAX_UPDATES_PER_COMMAND = 1000;
+
+interface QueuedUpdate {
+  id: Types.ObjectId;
+  lockId: string;
+  update: mongo.UpdateFilter<JobDocument>;
+  resolve: (matched: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Sends the owner-fenced updates that end runs (`JobOutcomeStore`), requested in one event-loop turn, as one round
+ * trip: many handlers settling together (a backlog of short jobs) cost one command, not one each. Each update is
+ * answered as a lone `updateOne` would answer it: whether it matched the row this lock owns, or the error.
+ *
+ * One update → one `updateOne`. Several → one unordered `bulkWrite`; an update the server refused for its document
+ * rejects with that refusal, as a lone write would; when fewer rows matched than were sent, one read of the rows
+ * tells which updates landed: every update that ends a run records its lock id in `finishedBy`, so a row finished by
+ * this lock matched. An update for a job already queued goes in the next flush (that read could not tell the two
+ * apart). The flush runs in a `setImmediate`, like the renewal batcher's: it gathers the whole loop iteration (the
+ * timers and I/O phases, where handlers settle), not just one callback's microtasks.
+ */
+export class OwnedUpdateBatcher {
+  private queue: QueuedUpdate[] = [];
+  private flushScheduled = false;
+
+  constructor(private readonly collection: mongo.Collection<JobDocument>) {}
+
+  /** The update, fenced to the row `lockId` owns, in the next flush: whether it matched. */
+  update(id: Types.ObjectId, lockId: string, update: mongo.UpdateFilter<JobDocument>): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ id, lockId, update, resolve, reject });
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => this.flush());
+    });
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const queued = this.queue;
+    this.queue = [];
+    const later: QueuedUpdate[] = [];
+    let command: QueuedUpdate[] = [];
+    const jobs = new Set<string>();
+    for (const call of queued) {
+      const job = rowKey(call.id);
+      if (jobs.has(job)) later.push(call);
+      else {
+        jobs.add(job);
+        command.push(call);
+        if (command.length === MAX_UPDATES_PER_COMMAND) {
+          void this.send(command);
+          command = [];
+        }
+      }
+    }
+    if (command.length > 0) void this.send(command);
+    for (const call of later) {
+      // Through `update`, so that a third call for the same job waits for a third flush.
+      this.update(call.id, call.lockId, call.update).then(call.resolve, call.reject);
+    }
+  }
+
+  /** Settles every call of the command, whatever happens (a settled promise ignores a second settlement). */
+  private async send(command: QueuedUpdate[]): Promise<void> {
+    try {
+      if (command.length === 1) {
+        const [{ id, lockId, update, resolve }] = command;
+        resolve(await updateOwned(this.collection, id, lockId, update, USER_VALUE_OPTIONS));
+        return;
+      }
+      await this.sendBulk(command);
+    } catch (error) {
+      // The same error object for every call: one command failed, not n.
+      for (const call of command) call.reject(error);
+    }
+  }
+
+  private async sendBulk(command: QueuedUpdate[]): Promise<void> {
+    const ops = command.map(
+      ({ id, lockId, update }): mongo.AnyBulkWriteOperation<JobDocument> => ({
+        updateOne: { filter: owned(id, lockId), update },
+      }),
+    );
+    let matched: number;
+    let refused = new Map<number, Error>();
+    try {
+      matched = (await this.collection.bulkWrite(ops, { ...USER_VALUE_OPTIONS, ordered: false })).matchedCount;
+    } catch (error) {
+      const perOp = refusedWrites(error);
+      if (!perOp) throw commandError(error);
+      refused = perOp;
+      matched = (error as mongo.MongoBulkWriteError).result.matchedCount;
+    }
+    for (const [index, error] of refused) command[index].reject(error);
+    const undecided = command.filter((_, index) => !refused.has(index));
+    if (matched === undecided.length) {
+      for (const call of undecided) call.resolve(true);
+      return;
+    }
+    if (undecided.length === 0) return;
+    // The count says how many matched, not which: the rows say which this lock finished.
+    const rows = await this.collection
+      .find<Pick<JobDocument, '_id' | 'finishedBy'>>(
+        { _id: { $in: undecided.map((call) => call.id) } },
+        { projection: { finishedBy: 1 } },
+      )
+      .toArray();
+    const finishedBy = new Map(rows.map((row) => [rowKey(row._id), row.finishedBy]));
+    for (const call of undecided) call.resolve(finishedBy.get(rowKey(call.id)) === call.lockId);
+  }
+}
+
+/** A row's `_id` as a map key: an ObjectId as usual, but a row another tool wrote may have a string or number id. */
+function rowKey(id: unknown): string {
+  return `${typeof id}:${String(id)}`;
+}
