@@ -71,6 +71,39 @@ export class ClaimsInDoubt {
   }
 
   /**
+   * Sends a batch claim (one command taking several rows, each for its own lock id of `lockIds`, all until
+   * `lockedUntil`) and reads back what it took: the server answers only how many rows it took, and the read by lock id
+   * answers which, whether the command's answer came or was lost. Resolves the rows taken (maybe none); rejects with
+   * the command's error when it failed without landing, or when the read-back could not be answered before the lease
+   * (or shutdown's hard bound), after handing every row still under one of these locks back to `pending`.
+   */
+  async sendBatch(
+    lockIds: readonly string[],
+    lockedUntil: Date,
+    write: () => Promise<unknown>,
+  ): Promise<JobDocument[]> {
+    for (const lockId of lockIds) this.unresolved.add(lockId);
+    try {
+      let failure: { error: unknown } | undefined;
+      try {
+        await write();
+      } catch (error) {
+        if (!mayHaveLanded(error)) throw error;
+        failure = { error };
+      }
+      const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
+      const read = () => this.claims.findClaimedByAny(lockIds, lockedUntil);
+      const answer = await firstAnswer(read, giveUpAt, IN_DOUBT);
+      if (answer) return answer.value;
+      const cause = failure?.error ?? new Error('the rows a batch claim took could not be read back');
+      await Promise.all(lockIds.map((lockId) => this.handBack({ lockId, lockedUntil }, cause)));
+      throw cause;
+    } finally {
+      for (const lockId of lockIds) this.unresolved.delete(lockId);
+    }
+  }
+
+  /**
    * The lock ids of this process's claims still unanswered (in flight, or in doubt and being read back or handed
    * back). A reclaim here skips rows under them: such a row's lease may have run out only because its answer is late,
    * and its job never started. Empty almost always; at most the claims in flight plus those in doubt.

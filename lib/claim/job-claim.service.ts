@@ -17,12 +17,13 @@ import { type ClaimRefusal, isRefusal } from '../persistence/claim-refusal.js';
 import { JobClaimStore } from '../persistence/job-claim.store.js';
 import { JobOutcomeStore } from '../persistence/job-outcome.store.js';
 import { JobReadStore } from '../persistence/job-read.store.js';
+import { BatchClaim } from './batch-claim.js';
 import { ClaimById, type ClaimByIdResult } from './claim-by-id.js';
 import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
 import { ClaimsInDoubt } from './claims-in-doubt.js';
+import { LastAttempts } from './last-attempts.js';
 import { LimitedClaim, type LimitedTakeResult } from './limited-claim.js';
 import { LockIdSequence } from './lock-id.js';
-import { sendOwnedWrite } from './owned-write.js';
 import { RefusedRows } from './refused-rows.js';
 
 export type { ClaimByIdResult } from './claim-by-id.js';
@@ -47,6 +48,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   /** Rows the server refuses to claim as stored: pinned on one row, and set aside. */
   private readonly refused: RefusedRows;
   private readonly byId: ClaimById;
+  private readonly batch: BatchClaim;
+  private readonly lastAttempts: LastAttempts;
   /** Names the poll loop claims: set at bootstrap, when every handler is registered. */
   private runnable: string[] = [];
   /** When a search for expired leases last came back empty (epoch ms). */
@@ -63,16 +66,17 @@ export class JobClaimService implements OnApplicationBootstrap {
   constructor(
     private readonly claims: JobClaimStore,
     reads: JobReadStore,
-    private readonly outcomes: JobOutcomeStore,
+    outcomes: JobOutcomeStore,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
-    private readonly events: JobEvents,
+    events: JobEvents,
     private readonly registry: JobHandlerRegistry,
-    private readonly retention: JobRetention,
+    retention: JobRetention,
     private readonly limitedClaim: LimitedClaim,
     private readonly inDoubt: ClaimsInDoubt,
-    private readonly deadline: ShutdownDeadline,
+    deadline: ShutdownDeadline,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
+    this.lastAttempts = new LastAttempts({ outcomes, retention, events, deadline, logger: this.logger });
     this.skips = new ClaimSkips(options.pollIntervalMs);
     const { lockIds, logger } = this;
     this.refused = new RefusedRows({
@@ -96,8 +100,11 @@ export class JobClaimService implements OnApplicationBootstrap {
       limitsOf: (name) => this.limited.get(name),
       hasLimitedNames: () => this.limited.size > 0,
       byIdScope: (source, names) => this.byIdScope(source, names),
-      keepReclaimed: (claim, at) => this.keepReclaimed(claim, at),
+      keepReclaimed: (claim, at) => this.lastAttempts.keepReclaimed(claim, at),
     });
+    const { leaseMs, pollIntervalMs } = options;
+    const skipIds = () => this.refused.skipIds();
+    this.batch = new BatchClaim({ claims, inDoubt, lockIds, logger, leaseMs, pollIntervalMs, skipIds });
   }
 
   /**
@@ -194,8 +201,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    * `claimNext`).
    */
   private async claimUnlimited(names: string[]): Promise<ClaimedJob | null> {
-    const reclaimDue =
-      !this.reclaimSearching && now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
+    const reclaimDue = this.reclaimDue();
     if (reclaimDue) {
       const reclaimed = await this.searchExpired(names);
       if (reclaimed) return reclaimed;
@@ -204,6 +210,26 @@ export class JobClaimService implements OnApplicationBootstrap {
     if (due) return due;
     // A concurrent step searching for expired leases right now covers this one's search.
     return reclaimDue || this.reclaimSearching ? null : this.searchExpired(names);
+  }
+
+  /**
+   * Up to `want` due jobs among `names` in one batch (`BatchClaim`: three commands), for a poll loop with that many
+   * free slots and a backlog. Expired leases still come first: when a search for them is due, it runs first, and an
+   * expired row it takes over is the step's one job. Null when a batch does not apply, and one `claimNext` is the step
+   * instead: a name with fleet-wide limits among them, a row refused lately, or others took every candidate first.
+   */
+  async claimBatch(names: readonly string[], want: number): Promise<ClaimedJob[] | null> {
+    if (names.some((name) => this.limited.has(name))) return null;
+    if (this.reclaimDue()) {
+      const reclaimed = await this.searchExpired([...names]);
+      if (reclaimed) return [reclaimed];
+    }
+    return this.batch.take([...names], want);
+  }
+
+  /** Whether a search for expired leases is due: none under way, and none came back empty this poll interval. */
+  private reclaimDue(): boolean {
+    return !this.reclaimSearching && now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
   }
 
   /**
@@ -245,7 +271,7 @@ export class JobClaimService implements OnApplicationBootstrap {
         if (result.kind === 'taken') {
           const claim = { doc: result.doc, lockId };
           if (result.reclaimed) this.skips.reclaimFound(name);
-          if (!result.reclaimed || (await this.keepReclaimed(claim, now()))) return claim;
+          if (!result.reclaimed || (await this.lastAttempts.keepReclaimed(claim, now()))) return claim;
         } else if (result.kind === 'refused') {
           // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
           await this.refused.setAsideRefused(result.source, { _id: result.id, name }, result.refusal);
@@ -315,37 +341,8 @@ export class JobClaimService implements OnApplicationBootstrap {
         this.lastReclaimSearchAt = searchedAt;
         return null;
       }
-      if (await this.keepReclaimed(reclaimed, now())) return reclaimed;
+      if (await this.lastAttempts.keepReclaimed(reclaimed, now())) return reclaimed;
     }
-  }
-
-  /**
-   * False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. The dead-letter is sent
-   * again through errors until the reclaim's lease ends or shutdown's hard bound (`sendOwnedWrite`): a row left
-   * under that lease would be reclaimed again and charged a second attempt for a claim that ran nothing (seed 404).
-   */
-  private async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
-    if (doc.attemptCount < doc.maxAttempts) return true;
-    const label = `Job ${doc._id.toHexString()} (${doc.name})`;
-    const expiresAt = this.retention.expiresAt('dead', doc, at);
-    const written = await sendOwnedWrite(
-      () => this.outcomes.deadLetter(doc._id, lockId, at, expiresAt),
-      () => this.outcomes.finishedBy(doc._id, lockId),
-      doc.lockedUntil?.getTime() ?? 0,
-      this.deadline,
-    );
-    if (written) {
-      const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
-      this.events.emit('dead', about, doc.lastError ?? 'Lease expired');
-      this.logger.warn(`${label} dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`);
-    } else if (written === undefined) {
-      this.logger.warn(
-        `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +
-          "before that reclaim's lease ended (or shutdown), or was refused for the document; it is reclaimed again",
-      );
-    }
-    // false: cancelled or taken over meanwhile; whoever did it decides.
-    return false;
   }
 
   /**

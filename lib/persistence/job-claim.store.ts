@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
 import { JOBS_MODEL } from '../model/jobs.constants.js';
+import { commandError, refusedWrites } from './bulk-write-errors.js';
 import {
   type ByIdScope,
   byIdScopeFilter,
@@ -61,6 +62,61 @@ export class JobClaimStore {
       { ...query.filter(now), ...scopeFilter(scope) },
       { sort: query.sort, projection: { _id: 1, name: 1 } },
     );
+  }
+
+  /**
+   * The first `limit` due rows (ids and names) `take('pending')` would take, in claim order: the candidates of a batch
+   * claim (`takeEach`).
+   */
+  peekDue(now: Date, scope: ClaimScope, limit: number): Promise<Pick<JobDocument, '_id' | 'name'>[]> {
+    const query = CLAIM_SOURCES.pending;
+    return this.collection
+      .find<Pick<JobDocument, '_id' | 'name'>>(
+        { ...query.filter(now), ...scopeFilter(scope) },
+        { sort: query.sort, limit, projection: { _id: 1, name: 1 } },
+      )
+      .toArray();
+  }
+
+  /**
+   * A batch claim in one command: each of these rows that is still due and in scope is taken for its own lock id
+   * until `lockedUntil`, as `take('pending')` takes one (one unordered bulk of single-row updates; rows taken meanwhile
+   * by others are skipped). The server answers only how many it took; `findClaimedByAny` reads which. Resolves how many
+   * matched and the ops refused for their row (by index, see `refusedWrites`); rejects with the driver's original error
+   * when the command as a whole failed (it may still have landed: the caller reads back by lock id).
+   */
+  async takeEach(
+    rows: readonly { id: Types.ObjectId; lockId: string }[],
+    now: Date,
+    lockedUntil: Date,
+    scope: ClaimScope,
+  ): Promise<{ matched: number; refused: Map<number, Error> }> {
+    const query = CLAIM_SOURCES.pending;
+    const ops = rows.map(
+      ({ id, lockId }): mongo.AnyBulkWriteOperation<JobDocument> => ({
+        updateOne: {
+          filter: { ...query.filter(now), ...scopeFilter(scope), _id: id },
+          update: query.update(now, lockId, lockedUntil),
+        },
+      }),
+    );
+    try {
+      return { matched: (await this.collection.bulkWrite(ops, { ordered: false })).matchedCount, refused: new Map() };
+    } catch (error) {
+      const refused = refusedWrites(error);
+      if (!refused) throw commandError(error);
+      return { matched: (error as mongo.MongoBulkWriteError).result.matchedCount, refused };
+    }
+  }
+
+  /**
+   * The rows a batch claim took and nothing changed since (`findClaimedBy` for many lock ids of one deadline), in
+   * claim order: point lookups on the reclaim index (`status`, `lockedUntil`).
+   */
+  findClaimedByAny(lockIds: readonly string[], lockedUntil: Date): Promise<JobDocument[]> {
+    return this.collection
+      .find({ status: 'running', lockedUntil, lockedBy: { $in: [...lockIds] } }, { sort: CLAIM_SOURCES.pending.sort })
+      .toArray();
   }
 
   /** `take` for exactly this row, if it is in `source` as `take` would find it and is in `scope`; same outcomes. */

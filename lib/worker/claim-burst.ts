@@ -1,3 +1,4 @@
+import { MAX_CLAIM_BATCH } from '../claim/batch-claim.js';
 import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight.js';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
@@ -5,30 +6,47 @@ export type BurstEnd = 'full' | 'empty' | 'failed';
 /** `inconclusive`: nothing due among names narrowed by claims in flight, and one of those names has room again. */
 export type ClaimStepResult = 'claimed' | 'empty' | 'inconclusive' | 'failed';
 
+/** What a claim step answered, and (`claimed`) how many jobs it took. */
+export interface ClaimStepAnswer {
+  result: ClaimStepResult;
+  jobs: number;
+}
+
 /** What a burst asks of the poll loop. */
 export interface BurstSteps {
-  /** Whether the loop may send one more claim: not stopping, and a slot free besides those the claims in flight hold. */
-  hasRoom(): boolean;
+  /** Slots free besides those the claims in flight hold (0 when stopping): how many more jobs a claim may take. */
+  room(): number;
   /** The names the next claim may ask for (none when each is at its limit), and the names it leaves out. */
   nextNames(): { excluded: string[]; names: readonly string[] };
   /** Every name is at its limit and no claim is in flight: the poll ends without asking anything. */
   nothingToAsk(): void;
-  /** Sends one claim among `names` and takes (or hands back) what it returns. Never rejects. */
-  claim(excluded: string[], names: readonly string[]): Promise<ClaimStepResult>;
+  /**
+   * Sends one claim step among `names` for up to `want` jobs (more than one: a batch claim) and takes (or hands back)
+   * what it returns. Never rejects.
+   */
+  claim(excluded: string[], names: readonly string[], want: number): Promise<ClaimStepAnswer>;
 }
 
 /**
- * Claims while work is due and slots are free, with up to `min(free slots, MAX_CLAIMS_IN_FLIGHT)` claims in flight.
- * It opens with one claim (an empty queue costs one claim per poll) and allows one more in flight per job claimed,
- * so a lone job costs what a one-at-a-time loop does and a large backlog doubles the claims in flight every round
- * trip. The first claim that finds nothing or throws stops new ones; resolves once every claim in flight landed, with
- * how the burst ended and whether every claim of it threw (one failed poll, however many claims it sent).
+ * Claims while work is due and slots are free. It opens with one single-job claim (an empty queue costs one claim per
+ * poll, and a lone job is picked up as by a one-at-a-time loop), unless the last burst ended with every slot full
+ * (`backlog`). Once a claim of the burst took a job there is a backlog: the next step asks for every free slot at once (up to `MAX_CLAIM_BATCH`, a batch claim), and nothing else
+ * is sent while a batch is in flight; a step asking for one job allows one more in flight per job claimed, up to
+ * `MAX_CLAIMS_IN_FLIGHT`. The first step that finds nothing or throws stops new ones; resolves once every step in
+ * flight landed, with how the burst ended and whether every step of it threw (one failed poll, however many it sent).
  */
-export async function claimBurst(steps: BurstSteps): Promise<{ end: BurstEnd; everyClaimFailed: boolean }> {
+export async function claimBurst(
+  steps: BurstSteps,
+  backlog = false,
+): Promise<{ end: BurstEnd; everyClaimFailed: boolean }> {
   const inFlight = new Set<Promise<void>>();
-  const burst: { claimed: number; succeeded: boolean; end?: BurstEnd } = { claimed: 0, succeeded: false };
+  const burst: { claimed: number; succeeded: boolean; batching: boolean; end?: BurstEnd } = {
+    claimed: 0,
+    succeeded: false,
+    batching: false,
+  };
   const mayClaimMore = () =>
-    inFlight.size < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, burst.claimed)) && steps.hasRoom();
+    !burst.batching && inFlight.size < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, burst.claimed)) && steps.room() > 0;
   for (;;) {
     while (burst.end === undefined && mayClaimMore()) {
       const { excluded, names } = steps.nextNames();
@@ -40,14 +58,19 @@ export async function claimBurst(steps: BurstSteps): Promise<{ end: BurstEnd; ev
         }
         break;
       }
+      const want = backlog || burst.claimed > 0 ? Math.min(steps.room(), MAX_CLAIM_BATCH) : 1;
+      burst.batching = want > 1;
       const step: Promise<void> = steps
-        .claim(excluded, names)
-        .then((result) => {
+        .claim(excluded, names, want)
+        .then(({ result, jobs }) => {
           if (result !== 'failed') burst.succeeded = true;
-          if (result === 'claimed') burst.claimed += 1;
+          if (result === 'claimed') burst.claimed += jobs;
           else if (result !== 'inconclusive') burst.end ??= result;
         })
-        .finally(() => inFlight.delete(step));
+        .finally(() => {
+          inFlight.delete(step);
+          if (want > 1) burst.batching = false;
+        });
       inFlight.add(step);
     }
     if (inFlight.size === 0) break;

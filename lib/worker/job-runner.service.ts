@@ -24,7 +24,7 @@ import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.consta
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
-import { type ClaimStepResult, claimBurst } from './claim-burst.js';
+import { type ClaimStepAnswer, claimBurst } from './claim-burst.js';
 import { ignoredAbortMessage } from './ignored-abort-message.js';
 import { NameCapacity } from './name-capacity.js';
 import { PollRecord } from './poll-record.js';
@@ -59,6 +59,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /** Claims handed straight back during shutdown (they landed after it began): counted in its summary. */
   private readonly shutdownHandBacks: { jobId: string; fate: RowFate }[] = [];
   private readonly record = new PollRecord();
+  /** The last burst ended with every slot full, work likely still due: the next one opens with a batch claim. */
+  private backlog = false;
 
   constructor(
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
@@ -264,52 +266,69 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       await this.wakeup.sleep(this.options.pollIntervalMs);
       return;
     }
-    const { end, everyClaimFailed } = await claimBurst({
-      hasRoom: () =>
-        !this.stopping && this.running.size + this.reservedSlots + this.claimsInFlight < this.options.concurrency,
-      nextNames: () => {
-        const excluded = this.names.saturated();
-        return { excluded, names: this.claims.claimableNames(excluded) };
+    const { end, everyClaimFailed } = await claimBurst(
+      {
+        room: () =>
+          this.stopping ? 0 : this.options.concurrency - this.running.size - this.reservedSlots - this.claimsInFlight,
+        nextNames: () => {
+          const excluded = this.names.saturated();
+          return { excluded, names: this.claims.claimableNames(excluded) };
+        },
+        nothingToAsk: () => this.record.polled(),
+        claim: (excluded, names, want) => this.claimStep(excluded, names, want),
       },
-      nothingToAsk: () => this.record.polled(),
-      claim: (excluded, names) => this.claimStep(excluded, names),
-    });
+      this.backlog,
+    );
+    // Every slot filled: there is likely more due, and the next burst (when slots free up) opens with a batch.
+    this.backlog = end === 'full';
     // Counted per poll, not per claim: a burst whose every claim threw is one failed poll.
     if (everyClaimFailed) this.record.claimsFailed();
     if (end !== 'full') await this.wakeup.sleep(this.options.pollIntervalMs);
   }
 
   /**
-   * One claim among `names`. While it is in flight it holds a slot and counts against the free capacity of every
-   * name it may return, so that claims in flight together never take more of a name than its limit allows.
+   * One claim step among `names`: a batch claim of up to `want` jobs of the names with room for that many (see
+   * `JobClaimService.claimBatch`), or, when that does not apply or takes nothing, one claim. While it is in flight it
+   * holds `want` slots and counts against the free capacity of every name it may return, so that claims in flight
+   * together never take more of a name than its limit allows.
    */
-  private async claimStep(excluded: string[], names: readonly string[]): Promise<ClaimStepResult> {
-    this.claimsInFlight += 1;
+  private async claimStep(excluded: string[], names: readonly string[], want: number): Promise<ClaimStepAnswer> {
+    const batchNames = want > 1 ? names.filter((name) => this.names.roomOf(name) >= want) : [];
+    this.claimsInFlight += want;
     this.names.adjustClaiming(names, +1);
-    let claim: ClaimedJob | null;
+    this.names.adjustClaiming(batchNames, want - 1);
+    let claims: ClaimedJob[];
     try {
-      claim = await this.claims.claimNext(excluded);
+      const batch = batchNames.length > 0 ? await this.claims.claimBatch(batchNames, want) : null;
+      // An empty batch over every name asked is the answer; over some of them, the others may still have work.
+      if (batch && (batch.length > 0 || batchNames.length === names.length)) claims = batch;
+      else {
+        const claim = await this.claims.claimNext(excluded);
+        claims = claim ? [claim] : [];
+      }
     } catch (error) {
       this.logError('Claiming a job', error);
-      return 'failed';
+      return { result: 'failed', jobs: 0 };
     } finally {
-      this.claimsInFlight -= 1;
+      this.claimsInFlight -= want;
       this.names.adjustClaiming(names, -1);
+      this.names.adjustClaiming(batchNames, 1 - want);
       this.record.polled();
     }
     this.record.claimAnswered();
-    if (!claim) {
+    if (claims.length === 0) {
       // Nothing due among `names`; a name left out only for claims in flight that has room again was not asked for.
       const saturated = this.names.saturated();
-      return excluded.some((name) => !saturated.includes(name)) ? 'inconclusive' : 'empty';
+      const result = excluded.some((name) => !saturated.includes(name)) ? 'inconclusive' : 'empty';
+      return { result, jobs: 0 };
     }
     if (this.stopping) {
-      // Shutdown began while this claim was in flight: hand it straight back rather than strand it.
-      await this.handBack(claim, describeJobId(claim.doc?._id));
+      // Shutdown began while this claim was in flight: hand its jobs straight back rather than strand them.
+      await Promise.all(claims.map((claim) => this.handBack(claim, describeJobId(claim.doc?._id))));
     } else {
-      void this.execute(claim); // takes its slot synchronously, before any other claim is sent
+      for (const claim of claims) void this.execute(claim); // each takes its slot synchronously
     }
-    return 'claimed';
+    return { result: 'claimed', jobs: claims.length };
   }
 
   /** During shutdown: a claim that landed after it began goes straight back to `pending`, and its summary counts it. */

@@ -20,9 +20,17 @@ export class NameCapacity {
     addCount(this.running, name, delta);
   }
 
-  /** A claim that may return a job of any of `names` was sent (+1) or answered (-1). */
-  adjustClaiming(names: readonly string[], delta: 1 | -1): void {
+  /**
+   * A claim that may return a job of any of `names` was sent (+1) or answered (-1); a batch claim of n jobs counts n
+   * against each of the names it asks for.
+   */
+  adjustClaiming(names: readonly string[], delta: number): void {
     for (const name of names) addCount(this.claiming, name, delta);
+  }
+
+  /** How many more executions of `name` may start here: its limit minus those running and the claims in flight. */
+  roomOf(name: string): number {
+    return this.limitOf(name) - this.runningOf(name) - (this.claiming.get(name) ?? 0);
   }
 
   /** Names with no free capacity left: their running executions plus the claims in flight that may return them. */

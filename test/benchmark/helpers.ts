@@ -86,7 +86,7 @@ export function readConfig(serverKind: string): BenchConfig {
     repetitions: envInt('BENCH_REPS', 3),
     throughputJobs: envInt('BENCH_THROUGHPUT_JOBS', quick ? 500 : javaServer ? 2_000 : 5_000),
     throughputConcurrency: envInt('BENCH_CONCURRENCY', 16),
-    throughputRounds: envInt('BENCH_THROUGHPUT_ROUNDS', 5),
+    throughputRounds: envInt('BENCH_THROUGHPUT_ROUNDS', quick ? 3 : 9),
     agendaRounds: envInt('BENCH_AGENDA_ROUNDS', quick ? 1 : 2),
     renewal: readRenewalConfig(quick),
     enqueueJobs: envInt('BENCH_ENQUEUE_JOBS', quick ? 200 : 1_000),

@@ -6,23 +6,44 @@ export interface Spread {
   min: number;
   max: number;
   n: number;
+  /** First and third quartiles (interquartile range), when computed from the values. */
+  q1?: number;
+  q3?: number;
 }
 
 export function spreadOf(values: Array<number | null | undefined>): Spread {
   const finite = values.filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
+  const sorted = [...finite].sort((a, b) => a - b);
   return {
     median: median(finite),
-    min: finite.length > 0 ? Math.min(...finite) : Number.NaN,
-    max: finite.length > 0 ? Math.max(...finite) : Number.NaN,
+    min: finite.length > 0 ? sorted[0] : Number.NaN,
+    max: finite.length > 0 ? sorted[sorted.length - 1] : Number.NaN,
     n: finite.length,
+    q1: quantile(sorted, 0.25),
+    q3: quantile(sorted, 0.75),
   };
+}
+
+/** The `p` quantile of sorted values, interpolated between neighbours (NaN for none). */
+function quantile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const at = (sorted.length - 1) * p;
+  const low = Math.floor(at);
+  const high = Math.ceil(at);
+  return sorted[low] + (sorted[high] - sorted[low]) * (at - low);
+}
+
+/** ` [IQR q1–q3]` from 4 values on (fewer have no meaningful quartiles), else nothing. */
+function fmtIqr(s: Spread, digits: number, suffix = ''): string {
+  if (s.n < 4 || s.q1 === undefined || s.q3 === undefined) return '';
+  return ` [IQR ${fmt(s.q1, digits)}${suffix}–${fmt(s.q3, digits)}${suffix}]`;
 }
 
 /** `median (min–max)`, or `–` when nothing was measured. */
 export function fmtSpread(s: Spread, digits: number, suffix = ''): string {
   if (s.n === 0) return '–';
   if (s.n === 1) return `${fmt(s.median, digits)}${suffix}`;
-  return `${fmt(s.median, digits)}${suffix} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
+  return `${fmt(s.median, digits)}${suffix}${fmtIqr(s, digits, suffix)} (${fmt(s.min, digits)}–${fmt(s.max, digits)})`;
 }
 
 /**
@@ -53,7 +74,7 @@ export function fmtRatio(r: RatioSpread, digits = 2): string {
   if (!Number.isFinite(r.ofMedians)) return '–';
   const range =
     r.rounds.n > 1 ? ` (${fmt(r.rounds.min, digits)}–${fmt(r.rounds.max, digits)})` : ` (${r.rounds.n} round)`;
-  return `${fmt(r.ofMedians, digits)}×${range}`;
+  return `${fmt(r.ofMedians, digits)}×${fmtIqr(r.rounds, digits, '×')}${range}`;
 }
 
 export type Verdict = 'met' | 'not met' | 'inside the spread' | 'not measured';

@@ -184,23 +184,47 @@ async function warmUp(
   }
 }
 
-const TARGETS: Array<{ label: string; bound: Bound; ratio: (r: ThroughputReport) => RatioSpread | undefined }> = [
+/** A target's figure: its median and the range it is judged against, as printed. */
+interface Measured {
+  median: number;
+  range: Spread;
+  text: string;
+}
+
+const ofRatio = (r: RatioSpread | null | undefined): Measured | undefined =>
+  r ? { median: r.ofMedians, range: r.rounds, text: fmtRatio(r) } : undefined;
+
+/** Issue 30's targets: batched claims and completions amortise round trips across jobs. */
+const TARGETS: Array<{ label: string; bound: Bound; measure: (r: ThroughputReport) => Measured | undefined }> = [
   {
-    label: 'client CPU per job ≤ 1.15× raw loop',
-    bound: { op: '≤', value: 1.15 },
-    ratio: (r) => r.ratiosToRaw.library?.clientCpuMsPerJob,
+    label: 'commands per job ≤ 0.5 (library)',
+    bound: { op: '≤', value: 0.5 },
+    measure: (r) => {
+      const library = r.systems.library;
+      if (typeof library !== 'object') return undefined;
+      return {
+        median: library.commandsPerJob.median,
+        range: library.commandsPerJob,
+        text: fmtSpread(library.commandsPerJob, 2),
+      };
+    },
+  },
+  {
+    label: 'client CPU per job ≤ 0.5× raw loop',
+    bound: { op: '≤', value: 0.5 },
+    measure: (r) => ofRatio(r.ratiosToRaw.library?.clientCpuMsPerJob),
+  },
+  {
+    label: 'throughput ≥ 2× raw loop',
+    bound: { op: '≥', value: 2 },
+    measure: (r) => ofRatio(r.ratiosToRaw.library?.jobsPerSecond),
   },
   {
     label: 'server CPU per job ≤ 1.05× raw loop',
     bound: { op: '≤', value: 1.05 },
-    ratio: (r) => r.ratiosToRaw.library?.serverCpuMsPerJob,
+    measure: (r) => ofRatio(r.ratiosToRaw.library?.serverCpuMsPerJob),
   },
-  {
-    label: 'throughput ≥ 0.9× raw loop',
-    bound: { op: '≥', value: 0.9 },
-    ratio: (r) => r.ratiosToRaw.library?.jobsPerSecond,
-  },
-  { label: 'throughput ≥ 2× Agenda 6', bound: { op: '≥', value: 2 }, ratio: (r) => r.libraryToAgenda ?? undefined },
+  { label: 'throughput ≥ 2× Agenda 6', bound: { op: '≥', value: 2 }, measure: (r) => ofRatio(r.libraryToAgenda) },
 ];
 
 function summarize(
@@ -298,12 +322,12 @@ function summarize(
       byRound('agenda', (t) => t.jobsPerSecond),
     );
   }
-  report.targets = TARGETS.map(({ label, bound, ratio }) => {
-    const r = ratio(report);
+  report.targets = TARGETS.map(({ label, bound, measure }) => {
+    const m = measure(report);
     return {
       target: label,
-      measured: r ? fmtRatio(r) : '–',
-      verdict: r ? judge(bound, r.ofMedians, r.rounds) : 'not measured',
+      measured: m ? m.text : '–',
+      verdict: m ? judge(bound, m.median, m.range) : 'not measured',
     };
   });
   const sizes = `${config.throughputJobs} no-op jobs, one process, concurrency ${config.throughputConcurrency}`;

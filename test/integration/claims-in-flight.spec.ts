@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { Collection, Document, MongoClient } from 'mongodb';
 import { mongo } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { MAX_CLAIMS_IN_FLIGHT } from '../../lib/claim/claims-in-flight';
+import { MAX_CLAIM_BATCH } from '../../lib/claim/batch-claim';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -40,7 +40,14 @@ class BlockingHandlers {
 /** Delays every claim and reclaim round trip by `delayMs` and records how many overlap, and the order of events. */
 function instrumentTakes(app: JobsTestApp, delayMs: number) {
   const take = app.stores.claim.take.bind(app.stores.claim);
-  const probe = { inFlight: 0, maxInFlight: 0, pending: 0, log: [] as string[] };
+  const probe = { inFlight: 0, maxInFlight: 0, pending: 0, batches: [] as number[], log: [] as string[] };
+  const takeEach = app.stores.claim.takeEach.bind(app.stores.claim);
+  app.stores.claim.takeEach = async (rows, ...args) => {
+    await sleep(delayMs);
+    const answer = await takeEach(rows, ...args);
+    probe.batches.push(answer.matched);
+    return answer;
+  };
   app.stores.claim.take = async (source, ...args) => {
     probe.inFlight += 1;
     probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
@@ -57,7 +64,7 @@ function instrumentTakes(app: JobsTestApp, delayMs: number) {
   return probe;
 }
 
-describe('several claims in flight', () => {
+describe('claims in flight and batch claims', () => {
   const apps: JobsTestApp[] = [];
   afterEach(async () => {
     gate.resolve();
@@ -77,15 +84,23 @@ describe('several claims in flight', () => {
     return app;
   };
 
-  it('fills 50 free slots with overlapping claims, never more than the cap at once', async () => {
+  it('fills 50 free slots with one claim and then batches: a few commands, not one per slot', async () => {
     const app = await start({ concurrency: 50 });
     const probe = instrumentTakes(app, 20);
     await app.jobs.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ name: 'block', payload: { i } })));
     await waitFor(() => (active.get('block') ?? 0) === 50, 'all 50 jobs running');
-    expect(probe.maxInFlight).toBeGreaterThan(1);
-    expect(probe.maxInFlight).toBeLessThanOrEqual(MAX_CLAIMS_IN_FLIGHT);
-    // 50 claims with up to the cap in flight: far fewer sequential round trips than one per slot.
     expect(app.get(JobRunner).pollState().running).toBe(50);
+    // The first claim finds a backlog; then batches of up to MAX_CLAIM_BATCH take the rest, each claiming every free
+    // slot it can (nothing else in flight beside it).
+    expect(probe.batches.length).toBeGreaterThanOrEqual(2);
+    expect(probe.batches.every((taken) => taken <= MAX_CLAIM_BATCH)).toBe(true);
+    expect(
+      probe.batches.reduce((sum, taken) => sum + taken, 0) + probe.log.filter((e) => e === 'pending:row').length,
+    ).toBe(50);
+    // Claim commands that took jobs (empty polls before the enqueue aside): one single, then ceil(49 / 32) batches, give
+    // or take one if a poll's single claim caught the enqueue halfway.
+    expect(probe.log.filter((e) => e === 'pending:row').length + probe.batches.length).toBeLessThanOrEqual(4);
+    expect(probe.maxInFlight).toBe(1);
   });
 
   it('never sends a claim for a name whose free capacity in-flight claims already hold', async () => {
@@ -98,7 +113,8 @@ describe('several claims in flight', () => {
       ...Array.from({ length: 10 }, (_, i) => ({ name: 'limited', payload: { i } })),
     ]);
     await waitFor(() => (active.get('block') ?? 0) === 20 && (active.get('limited') ?? 0) === 2, '22 jobs running');
-    expect(probe.maxInFlight).toBeGreaterThan(1);
+    // The batches ask only for 'block' (the one name with room for a batch); 'limited' is claimed one at a time.
+    expect(probe.batches.length).toBeGreaterThan(0);
     expect(maxActive.get('limited')).toBe(2);
     // Prefer not sending: no claim came back for a name at its limit only to be handed back.
     expect(release).not.toHaveBeenCalled();
@@ -109,13 +125,13 @@ describe('several claims in flight', () => {
     expect(release).not.toHaveBeenCalled();
   });
 
-  it('claims a burst in parallel, then sends one claim per poll on an empty queue, not one per free slot', async () => {
+  it('claims a backlog in batches, then sends one claim per poll on an empty queue, not one per free slot', async () => {
     const app = await start({ concurrency: 100, pollIntervalMs: 30 });
     const probe = instrumentTakes(app, 5);
     gate.resolve(); // jobs finish at once
     await app.jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ name: 'block', payload: { i } })));
     await waitFor(async () => (await app.jobs.stats()).completed === 40, '40 completed jobs');
-    expect(probe.maxInFlight).toBeGreaterThan(1);
+    expect(probe.batches.length).toBeGreaterThan(0);
     // The queue is empty now: each poll is one claim, then a sleep, whatever the free slots.
     const runner = app.get(JobRunner) as unknown as { wakeup: { sleep: (ms: number) => Promise<void> } };
     const sleep = runner.wakeup.sleep.bind(runner.wakeup);

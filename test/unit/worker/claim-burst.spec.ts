@@ -1,37 +1,51 @@
 import { describe, expect, it } from '@jest/globals';
-import { MAX_CLAIMS_IN_FLIGHT } from '../../../lib/claim/claims-in-flight';
-import { type BurstSteps, type ClaimStepResult, claimBurst } from '../../../lib/worker/claim-burst';
+import { MAX_CLAIM_BATCH } from '../../../lib/claim/batch-claim';
+import {
+  type BurstSteps,
+  type ClaimStepAnswer,
+  type ClaimStepResult,
+  claimBurst,
+} from '../../../lib/worker/claim-burst';
 
-/** A burst over a scripted queue: each claim is answered when the test settles it, in the order it likes. */
-function scriptedBurst(options: { slots: number; names?: () => readonly string[] }) {
-  const pending: { resolve: (result: ClaimStepResult) => void }[] = [];
-  let inFlight = 0;
+/**
+ * A burst over a scripted queue: each step is answered when the test settles it, in the order it likes. A step holds
+ * the slots it asks for while in flight; the jobs it takes keep theirs (they run until the test ends).
+ */
+function scriptedBurst(options: { slots: number; names?: () => readonly string[]; backlog?: boolean }) {
+  const pending: { want: number; resolve: (answer: ClaimStepAnswer) => void }[] = [];
+  let held = 0;
+  let running = 0;
   let idle = 0;
   const steps: BurstSteps = {
-    hasRoom: () => inFlight < options.slots,
+    room: () => options.slots - held - running,
     nextNames: () => ({ excluded: [], names: options.names?.() ?? ['a'] }),
     nothingToAsk: () => {
       idle += 1;
     },
-    claim: () => {
-      inFlight += 1;
-      return new Promise<ClaimStepResult>((resolve) =>
+    claim: (_excluded, _names, want) => {
+      held += want;
+      return new Promise<ClaimStepAnswer>((resolve) =>
         pending.push({
-          resolve: (result) => {
-            inFlight -= 1;
-            resolve(result);
+          want,
+          resolve: (answer) => {
+            held -= want;
+            running += answer.jobs;
+            resolve(answer);
           },
         }),
       );
     },
   };
   return {
-    done: claimBurst(steps),
+    done: claimBurst(steps, options.backlog),
     inFlight: () => pending.length,
+    /** What each step in flight asks for. */
+    wants: () => pending.map((step) => step.want),
     idle: () => idle,
-    /** Answers the oldest claim in flight, then lets the burst send what it sends next. */
-    async answer(result: ClaimStepResult): Promise<void> {
-      (pending.shift() as { resolve: (result: ClaimStepResult) => void }).resolve(result);
+    /** Answers the oldest step in flight (`claimed`: `jobs` jobs, by default all it asked for), then lets it go on. */
+    async answer(result: ClaimStepResult, jobs?: number): Promise<void> {
+      const step = pending.shift() as (typeof pending)[number];
+      step.resolve({ result, jobs: result === 'claimed' ? (jobs ?? step.want) : 0 });
       for (let i = 0; i < 5; i += 1) await Promise.resolve();
     },
   };
@@ -45,29 +59,32 @@ describe('claimBurst', () => {
     await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
   });
 
-  it('allows one more claim in flight per job claimed, up to MAX_CLAIMS_IN_FLIGHT', async () => {
+  it('opens with one job, then asks for every free slot in one batch with nothing beside it', async () => {
+    const burst = scriptedBurst({ slots: 10 });
+    expect(burst.wants()).toEqual([1]);
+    await burst.answer('claimed');
+    expect(burst.wants()).toEqual([9]);
+    await burst.answer('claimed', 4); // took 4 of 9: 5 slots left
+    expect(burst.wants()).toEqual([5]);
+    await burst.answer('claimed');
+    await expect(burst.done).resolves.toEqual({ end: 'full', everyClaimFailed: false });
+  });
+
+  it('caps a batch at MAX_CLAIM_BATCH, and ends on the first batch that finds nothing', async () => {
     const burst = scriptedBurst({ slots: 100 });
-    const seen: number[] = [];
-    for (let claimed = 0; claimed < 20; claimed += 1) {
-      seen.push(burst.inFlight());
-      await burst.answer('claimed');
-    }
-    expect(Math.max(...seen)).toBe(MAX_CLAIMS_IN_FLIGHT);
-    expect(seen.slice(0, 3)).toEqual([1, 1, 2]);
-    while (burst.inFlight() > 0) await burst.answer('empty');
+    await burst.answer('claimed');
+    expect(burst.wants()).toEqual([MAX_CLAIM_BATCH]);
+    await burst.answer('claimed');
+    expect(burst.wants()).toEqual([MAX_CLAIM_BATCH]);
+    await burst.answer('empty');
     await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
   });
 
-  it('sends no more claims than there is room for', async () => {
-    const burst = scriptedBurst({ slots: 2 });
-    const seen: number[] = [];
-    for (let claimed = 0; claimed < 6; claimed += 1) {
-      seen.push(burst.inFlight());
-      await burst.answer('claimed');
-    }
-    expect(Math.max(...seen)).toBe(2);
-    while (burst.inFlight() > 0) await burst.answer('empty');
-    await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
+  it('opens with a batch after a burst that filled every slot (a backlog)', async () => {
+    const burst = scriptedBurst({ slots: 6, backlog: true });
+    expect(burst.wants()).toEqual([6]);
+    await burst.answer('claimed');
+    await expect(burst.done).resolves.toEqual({ end: 'full', everyClaimFailed: false });
   });
 
   it('ends full, sending nothing, when there is no room', async () => {
@@ -84,10 +101,7 @@ describe('claimBurst', () => {
 
     const mixed = scriptedBurst({ slots: 10 });
     await mixed.answer('claimed');
-    await mixed.answer('claimed');
-    expect(mixed.inFlight()).toBe(2);
     await mixed.answer('failed');
-    await mixed.answer('claimed');
     await expect(mixed.done).resolves.toEqual({ end: 'failed', everyClaimFailed: false });
   });
 

@@ -1,0 +1,50 @@
+import type { Logger } from '@nestjs/common';
+import type { JobRetention } from '../handlers/job-retention.service.js';
+import type { ClaimedJob } from '../model/claimed-job.js';
+import type { JobEvents } from '../model/events/job-events.js';
+import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
+import type { JobOutcomeStore } from '../persistence/job-outcome.store.js';
+import { sendOwnedWrite } from './owned-write.js';
+
+export interface LastAttemptsDeps {
+  outcomes: JobOutcomeStore;
+  retention: JobRetention;
+  events: JobEvents;
+  deadline: ShutdownDeadline;
+  logger: Logger;
+}
+
+/** What becomes of a reclaimed row whose lost attempt was its last: dead-lettered, never run (poll loop and runNow). */
+export class LastAttempts {
+  constructor(private readonly deps: LastAttemptsDeps) {}
+
+  /**
+   * False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. The dead-letter is sent
+   * again through errors until the reclaim's lease ends or shutdown's hard bound (`sendOwnedWrite`): a row left
+   * under that lease would be reclaimed again and charged a second attempt for a claim that ran nothing (seed 404).
+   */
+  async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
+    if (doc.attemptCount < doc.maxAttempts) return true;
+    const { outcomes, retention, events, deadline, logger } = this.deps;
+    const label = `Job ${doc._id.toHexString()} (${doc.name})`;
+    const expiresAt = retention.expiresAt('dead', doc, at);
+    const written = await sendOwnedWrite(
+      () => outcomes.deadLetter(doc._id, lockId, at, expiresAt),
+      () => outcomes.finishedBy(doc._id, lockId),
+      doc.lockedUntil?.getTime() ?? 0,
+      deadline,
+    );
+    if (written) {
+      const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
+      events.emit('dead', about, doc.lastError ?? 'Lease expired');
+      logger.warn(`${label} dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`);
+    } else if (written === undefined) {
+      logger.warn(
+        `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +
+          "before that reclaim's lease ended (or shutdown), or was refused for the document; it is reclaimed again",
+      );
+    }
+    // false: cancelled or taken over meanwhile; whoever did it decides.
+    return false;
+  }
+}

@@ -1,0 +1,199 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { Injectable, Logger } from '@nestjs/common';
+import type { Document } from 'bson';
+import type { Collection, MongoClient } from 'mongodb';
+import { type JobExecutionContext, JobHandler } from '../../lib';
+import { JobClaimService } from '../../lib/claim/job-claim.service';
+import type { ClaimedJob } from '../../lib/model/claimed-job';
+import { ErrorReplyProxy } from '../support/error-reply-proxy';
+import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
+import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+/**
+ * Batch claims (issue 30): several due jobs taken in three commands (candidates in claim order, one bulk of fenced
+ * takes each with its own lock id, one read by lock id), attacked with a lost reply, a refused row, a second service on
+ * the same collection and another worker taking candidates first.
+ */
+
+@Injectable()
+class Handlers {
+  @JobHandler('batched')
+  batched(_payload: unknown, _ctx: JobExecutionContext) {}
+
+  @JobHandler('other')
+  other(_payload: unknown, _ctx: JobExecutionContext) {}
+}
+
+@Injectable()
+class LimitedHandlers {
+  @JobHandler('solo', { globalConcurrency: 1 })
+  solo(_payload: unknown, _ctx: JobExecutionContext) {}
+}
+
+/** A batch claim's bulk: an `update` whose first statement sets `status: 'running'`. */
+const isBatchTake = (command: Document) =>
+  command.update === 'jobs' && (command.updates as Document[] | undefined)?.[0]?.u?.$set?.status === 'running';
+
+describe('batch claims', () => {
+  let proxy: ErrorReplyProxy;
+  let client: MongoClient;
+  const apps: JobsTestApp[] = [];
+  const warnings: string[] = [];
+
+  beforeAll(async () => {
+    proxy = await ErrorReplyProxy.start(testMongoUri());
+    client = await connectTestClient({ maxPoolSize: 4 });
+    jest.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => {
+      warnings.push(String(message));
+    });
+  });
+  afterEach(async () => {
+    await Promise.all(apps.splice(0).map((app) => app.close()));
+    warnings.length = 0;
+  });
+  afterAll(async () => {
+    jest.restoreAllMocks();
+    await client?.close();
+    await proxy?.close();
+  });
+
+  /** A claim service with no poll loop (the test claims), on `dbName`, through the proxy. */
+  async function claimer(
+    dbName: string,
+    providers: (typeof Handlers | typeof LimitedHandlers)[] = [Handlers],
+  ): Promise<{ app: JobsTestApp; claims: JobClaimService }> {
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { worker: false, pollIntervalMs: 60_000, leaseMs: 30_000 },
+      providers,
+    });
+    apps.push(app);
+    return { app, claims: app.get(JobClaimService) };
+  }
+  const rawJobs = (dbName: string) => client.db(dbName).collection<Document>('jobs');
+  const idsOf = (claims: ClaimedJob[] | null) => (claims ?? []).map((claim) => claim.doc._id.toHexString());
+
+  it('takes jobs in claim order (priority, runAt, _id) within and across batches, each under its own lock', async () => {
+    const dbName = uniqueDatabaseName('batch_order');
+    const { app, claims } = await claimer(dbName);
+    const past = (ms: number) => new Date(Date.now() - ms);
+    const plan = [
+      { priority: 0, runAt: past(5_000) },
+      { priority: 5, runAt: past(1_000) },
+      { priority: 0, runAt: past(9_000) },
+      { priority: 5, runAt: past(2_000) },
+      { priority: -1, runAt: past(60_000) },
+      { priority: 0, runAt: past(7_000) },
+    ];
+    const enqueued: { id: string }[] = [];
+    for (const [i, { priority, runAt }] of plan.entries()) {
+      enqueued.push(await app.jobs.enqueue('batched', { i }, { priority, runAt }));
+    }
+    const order = [3, 1, 2, 5, 0, 4].map((i) => enqueued[i].id);
+
+    const first = await claims.claimBatch(['batched'], 4);
+    const second = await claims.claimBatch(['batched'], 4);
+    const third = await claims.claimBatch(['batched'], 4);
+
+    expect(idsOf(first)).toEqual(order.slice(0, 4));
+    expect(idsOf(second)).toEqual(order.slice(4));
+    expect(third).toEqual([]);
+    const taken = [...(first ?? []), ...(second ?? [])];
+    expect(new Set(taken.map((claim) => claim.lockId)).size).toBe(6);
+    for (const claim of taken) {
+      expect(claim.doc).toMatchObject({ status: 'running', lockedBy: claim.lockId, fencingToken: 1, attemptCount: 0 });
+    }
+  });
+
+  it('runs the rows of a batch whose answer was lost after it landed: read back by lock id, nothing charged', async () => {
+    const dbName = uniqueDatabaseName('batch_lost_reply');
+    const { app, claims } = await claimer(dbName);
+    await app.jobs.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ name: 'batched', payload: { i } })));
+    const rule = proxy.interceptReply({ match: isBatchTake, action: { lose: true } });
+
+    const taken = await claims.claimBatch(['batched'], 5);
+
+    expect(rule.answered).toBe(1);
+    expect(taken).toHaveLength(5);
+    const rows = await rawJobs(dbName).find({}).toArray();
+    expect(rows.map((row) => [row.status, row.attemptCount, row.fencingToken])).toEqual(
+      rows.map(() => ['running', 0, 1]),
+    );
+    expect(new Set(rows.map((row) => row.lockedBy))).toEqual(new Set((taken ?? []).map((claim) => claim.lockId)));
+  });
+
+  it('takes the other rows of a batch when the server refuses one, and leaves that one to a single claim to set aside', async () => {
+    const dbName = uniqueDatabaseName('batch_refused_row');
+    const { app, claims } = await claimer(dbName);
+    await app.jobs.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ name: 'batched', payload: { i } })));
+    const at = new Date(Date.now() - 60_000);
+    const poison = await rawJobs(dbName).insertOne({
+      name: 'batched',
+      payload: {},
+      status: 'pending',
+      runAt: at,
+      priority: 0,
+      attemptCount: 0,
+      maxAttempts: 5,
+      attempts: [],
+      fencingToken: 'x', // $inc on it is refused
+      createdAt: at,
+      updatedAt: at,
+    });
+
+    const taken = await claims.claimBatch(['batched'], 4);
+
+    expect(taken).toHaveLength(3);
+    expect(await rawJobs(dbName).findOne({ _id: poison.insertedId })).toMatchObject({ status: 'pending' });
+    expect(warnings.some((warning) => warning.includes('batch claim was refused by the server for 1 row'))).toBe(true);
+    // Until the next poll, the step is one claim, which sets the refused row aside and takes nothing else.
+    expect(await claims.claimBatch(['batched'], 4)).toBeNull();
+    expect(await claims.claimNext()).toBeNull();
+    expect(await rawJobs(dbName).findOne({ _id: poison.insertedId })).toMatchObject({ status: 'failed' });
+  });
+
+  it('never gives one row to two services claiming batches on one collection at once', async () => {
+    const dbName = uniqueDatabaseName('batch_two_services');
+    const a = await claimer(dbName);
+    const b = await claimer(dbName);
+    await a.app.jobs.enqueueMany(Array.from({ length: 120 }, (_, i) => ({ name: 'batched', payload: { i } })));
+
+    const drain = async (claims: JobClaimService) => {
+      const ids: string[] = [];
+      for (;;) {
+        const batch = (await claims.claimBatch(['batched'], 8)) ?? [];
+        if (batch.length === 0) {
+          // Declined (the other took every candidate) or empty: one claim says which.
+          const one = await claims.claimNext();
+          if (!one) return ids;
+          ids.push(one.doc._id.toHexString());
+        } else ids.push(...idsOf(batch));
+      }
+    };
+    const [fromA, fromB] = await Promise.all([drain(a.claims), drain(b.claims)]);
+
+    expect(fromA.length + fromB.length).toBe(120);
+    expect(new Set([...fromA, ...fromB]).size).toBe(120);
+    const rows = await rawJobs(dbName).find({}).toArray();
+    expect(rows.every((row) => row.status === 'running' && row.fencingToken === 1)).toBe(true);
+  });
+
+  it('asks only for the names it is given, and leaves a name with fleet-wide limits to single claims', async () => {
+    const dbName = uniqueDatabaseName('batch_names');
+    const { app, claims } = await claimer(dbName, [Handlers, LimitedHandlers]);
+    await app.jobs.enqueueMany([
+      { name: 'other', payload: {} },
+      { name: 'batched', payload: {} },
+      { name: 'solo', payload: {} },
+    ]);
+
+    const taken = await claims.claimBatch(['batched'], 5);
+
+    expect((taken ?? []).map((claim) => claim.doc.name)).toEqual(['batched']);
+    expect((await rawJobs(dbName).findOne({ name: 'other' }))?.status).toBe('pending');
+    // A limited name among those asked: no batch (its claim takes a slot with the row), the caller claims one job.
+    expect(await claims.claimBatch(['solo', 'other'], 5)).toBeNull();
+    expect((await rawJobs(dbName).findOne({ name: 'solo' }))?.status).toBe('pending');
+  });
+});
