@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { Injectable, Logger } from '@nestjs/common';
 import type { Document } from 'bson';
-import type { Collection, MongoClient } from 'mongodb';
+import type { MongoClient } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import type { ClaimedJob } from '../../lib/model/claimed-job';
