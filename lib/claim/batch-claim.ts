@@ -47,21 +47,17 @@ export class BatchClaim {
     if (candidates.length === 0) return [];
     const rows = candidates.map((candidate) => ({ id: candidate._id, lockId: lockIds.next() }));
     const lockedUntil = addMs(at, leaseMs);
-    const taken = await inDoubt.sendBatch(
-      rows.map((row) => row.lockId),
-      lockedUntil,
-      async () => {
-        const { refused } = await claims.takeEach(rows, at, lockedUntil, scope);
-        if (refused.size > 0) {
-          this.refusedAt = Date.now();
-          const [first] = refused.values();
-          this.deps.logger.warn(
-            `A batch claim was refused by the server for ${refused.size} row(s) (${first.message}); ` +
-              'single claims, which set such rows aside, until the next poll',
-          );
-        }
-      },
-    );
+    const taken = await inDoubt.sendBatch(rows, lockedUntil, async () => {
+      const { refused } = await claims.takeEach(rows, at, lockedUntil, scope);
+      if (refused.size > 0) {
+        this.refusedAt = Date.now();
+        const [first] = refused.values();
+        this.deps.logger.warn(
+          `A batch claim was refused by the server for ${refused.size} row(s) (${first.message}); ` +
+            'single claims, which set such rows aside, until the next poll',
+        );
+      }
+    });
     // Others took every candidate first: more may be due behind them, which one claim finds.
     if (taken.length === 0) return null;
     return taken.map((doc) => ({ doc, lockId: doc.lockedBy as string }));

@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { Types } from 'mongoose';
 import { errorInfo } from '../model/error-info.js';
 import { firstAnswer, type HedgeSchedule } from '../model/first-answer.js';
 import type { JobDocument } from '../model/job-document.js';
@@ -71,17 +72,18 @@ export class ClaimsInDoubt {
   }
 
   /**
-   * Sends a batch claim (one command taking several rows, each for its own lock id of `lockIds`, all until
+   * Sends a batch claim (one command taking several rows, each for its own lock id of `claims`, all until
    * `lockedUntil`) and reads back what it took: the server answers only how many rows it took, and the read by lock id
    * answers which, whether the command's answer came or was lost. Resolves the rows taken (maybe none); rejects with
    * the command's error when it failed without landing, or when the read-back could not be answered before the lease
    * (or shutdown's hard bound), after handing every row still under one of these locks back to `pending`.
    */
   async sendBatch(
-    lockIds: readonly string[],
+    claims: readonly { id: Types.ObjectId; lockId: string }[],
     lockedUntil: Date,
     write: () => Promise<unknown>,
   ): Promise<JobDocument[]> {
+    const lockIds = claims.map((claim) => claim.lockId);
     for (const lockId of lockIds) this.unresolved.add(lockId);
     try {
       let failure: { error: unknown } | undefined;
@@ -92,7 +94,7 @@ export class ClaimsInDoubt {
         failure = { error };
       }
       const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
-      const read = () => this.claims.findClaimedByAny(lockIds, lockedUntil);
+      const read = () => this.claims.findClaimedByAny(claims, lockedUntil);
       const answer = await firstAnswer(read, giveUpAt, IN_DOUBT);
       if (answer) return answer.value;
       const cause = failure?.error ?? new Error('the rows a batch claim took could not be read back');

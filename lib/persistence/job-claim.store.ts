@@ -110,12 +110,20 @@ export class JobClaimStore {
   }
 
   /**
-   * The rows a batch claim took and nothing changed since (`findClaimedBy` for many lock ids of one deadline), in
-   * claim order: point lookups on the reclaim index (`status`, `lockedUntil`).
+   * The rows a batch claim took and nothing changed since (`findClaimedBy` for each row and the lock id sent for it, all
+   * of one deadline), in claim order: point lookups by `_id`.
    */
-  findClaimedByAny(lockIds: readonly string[], lockedUntil: Date): Promise<JobDocument[]> {
+  findClaimedByAny(
+    claims: readonly { id: Types.ObjectId; lockId: string }[],
+    lockedUntil: Date,
+  ): Promise<JobDocument[]> {
+    const ids = claims.map((claim) => claim.id);
+    const lockIds = claims.map((claim) => claim.lockId);
     return this.collection
-      .find({ status: 'running', lockedUntil, lockedBy: { $in: [...lockIds] } }, { sort: CLAIM_SOURCES.pending.sort })
+      .find(
+        { _id: { $in: ids }, status: 'running', lockedUntil, lockedBy: { $in: lockIds } },
+        { sort: CLAIM_SOURCES.pending.sort },
+      )
       .toArray();
   }
 
