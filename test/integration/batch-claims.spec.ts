@@ -7,6 +7,7 @@ import { JobClaimService } from '../../lib/claim/job-claim.service';
 import type { ClaimedJob } from '../../lib/model/claimed-job';
 import { ErrorReplyProxy } from '../support/error-reply-proxy';
 import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /**
@@ -128,19 +129,10 @@ describe('batch claims', () => {
     const { app, claims } = await claimer(dbName);
     await app.jobs.enqueueMany(Array.from({ length: 3 }, (_, i) => ({ name: 'batched', payload: { i } })));
     const at = new Date(Date.now() - 60_000);
-    const poison = await rawJobs(dbName).insertOne({
-      name: 'batched',
-      payload: {},
-      status: 'pending',
-      runAt: at,
-      priority: 0,
-      attemptCount: 0,
-      maxAttempts: 5,
-      attempts: [],
-      fencingToken: 'x', // $inc on it is refused
-      createdAt: at,
-      updatedAt: at,
-    });
+    const poison = await rawJobs(dbName).insertOne(
+      // $inc on a string fencing token is refused.
+      storedJobRow({ name: 'batched', status: 'pending', runAt: at, fencingToken: 'x', finishedAt: undefined }),
+    );
 
     const taken = await claims.claimBatch(['batched'], 4);
 

@@ -1,34 +1,17 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Collection, Document, MongoClient } from 'mongodb';
-import { type Connection, mongo, Types } from 'mongoose';
+import { mongo, Types } from 'mongoose';
 import { now } from '../../lib/model/clock';
 import { createIndexReady } from '../support/indexes';
-import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import type { JobsTestApp } from '../support/jobs-app';
+import { waitFor } from '../support/jobs-app';
+import { monitoredApp, settleAll } from '../support/monitored-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /** Long enough that no chunk is forwarded while a test runs. */
 const BLACK_HOLE_MS = 10 * 60_000;
-const FAST_FAILING_DRIVER = { serverSelectionTimeoutMS: 500, heartbeatFrequencyMS: 500, connectTimeoutMS: 500 };
-
-/** An app (no worker) whose connection reports the name of every command it sends. */
-async function monitoredApp(dbName: string, uri?: string): Promise<{ app: JobsTestApp; commands: string[] }> {
-  const commands: string[] = [];
-  const app = await createJobsTestApp({
-    dbName,
-    uri,
-    options: { worker: false },
-    mongoose: {
-      ...(uri ? FAST_FAILING_DRIVER : {}),
-      monitorCommands: true,
-      connectionFactory: (connection: Connection) => {
-        connection.getClient().on('commandStarted', (event) => commands.push(event.commandName));
-        return connection;
-      },
-    },
-  });
-  return { app, commands };
-}
 
 /** Running rows owned by `lockId` (or finished by it already, `finishedBy`). */
 async function insertRows(
@@ -36,31 +19,21 @@ async function insertRows(
   rows: { lockId: string; status?: string; finishedBy?: string }[],
 ): Promise<Types.ObjectId[]> {
   const at = now();
-  const docs = rows.map(({ lockId, status, finishedBy }) => ({
-    _id: new Types.ObjectId(),
-    name: 'finished',
-    payload: {},
-    status: status ?? 'running',
-    runAt: at,
-    priority: 0,
-    attemptCount: 0,
-    maxAttempts: 3,
-    attempts: [],
-    fencingToken: 1,
-    lockedBy: lockId,
-    lockedUntil: new Date(at.getTime() + 30_000),
-    createdAt: at,
-    updatedAt: at,
-    ...(finishedBy ? { finishedBy } : {}),
-  }));
+  const docs = rows.map(({ lockId, status, finishedBy }) =>
+    storedJobRow({
+      _id: new Types.ObjectId(),
+      name: 'finished',
+      payload: {},
+      status: status ?? 'running',
+      fencingToken: 1,
+      lockedBy: lockId,
+      lockedUntil: new Date(at.getTime() + 30_000),
+      finishedAt: undefined,
+      ...(finishedBy ? { finishedBy } : {}),
+    }),
+  );
   await jobs.insertMany(docs);
-  return docs.map((doc) => doc._id);
-}
-
-/** Settles every promise and keeps each outcome (value or error). */
-async function settle(promises: Promise<boolean>[]): Promise<{ value?: boolean; error?: unknown }[]> {
-  const settled = await Promise.allSettled(promises);
-  return settled.map((s) => (s.status === 'fulfilled' ? { value: s.value } : { error: s.reason }));
+  return docs.map((doc) => doc._id as Types.ObjectId);
 }
 
 describe('batched outcome writes on a real wire server', () => {
@@ -93,7 +66,7 @@ describe('batched outcome writes on a real wire server', () => {
     commands.length = 0;
     const at = now();
 
-    const results = await settle(
+    const results = await settleAll(
       ids.map((id, i) => app.stores.outcome.complete(id, `w#${i}`, at, { result: { n: i } })),
     );
 
@@ -118,7 +91,7 @@ describe('batched outcome writes on a real wire server', () => {
     commands.length = 0;
     const at = now();
 
-    const results = await settle(ids.map((id, i) => app.stores.outcome.complete(id, `w#${i}`, at)));
+    const results = await settleAll(ids.map((id, i) => app.stores.outcome.complete(id, `w#${i}`, at)));
 
     expect(commands).toEqual(['update', 'find']);
     expect(results.map((r) => r.value)).toEqual([true, false, true, true, false, true]);
@@ -145,7 +118,7 @@ describe('batched outcome writes on a real wire server', () => {
       commands.length = 0;
       const at = now();
 
-      const results = await settle(
+      const results = await settleAll(
         [0, 1, 2, 3].map((i) => app.stores.outcome.complete(ids[i], `w#${i}`, at, { result: i === 2 ? 'held' : i })),
       );
 
@@ -170,7 +143,7 @@ describe('batched outcome writes on a real wire server', () => {
 
     // Two writes for job b in one turn (the second matches nothing: the first finished the row).
     const failed = { at, error: 'boom', errorClass: 'Error' };
-    const results = await settle([
+    const results = await settleAll([
       app.stores.outcome.complete(b, 'w#b', at),
       app.stores.outcome.recordFailure(b, 'w#b', failed, { status: 'pending', runAt: at }),
     ]);
@@ -206,7 +179,7 @@ describe('batched outcome writes when the connection drops', () => {
       commands.length = 0;
       proxy.setDelay(BLACK_HOLE_MS);
       const at = now();
-      const pending = settle(ids.map((id, i) => app.stores.outcome.complete(id, `w#${i}`, at)));
+      const pending = settleAll(ids.map((id, i) => app.stores.outcome.complete(id, `w#${i}`, at)));
       await waitFor(() => commands.includes('update'), 'the batched update to be sent');
       await proxy.drop(0);
 

@@ -1,36 +1,17 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Collection, Document, MongoClient } from 'mongodb';
-import { type Connection, mongo, Types } from 'mongoose';
+import { mongo, Types } from 'mongoose';
 import { RenewalBatcher } from '../../lib/lease/renewal-batcher';
 import { now } from '../../lib/model/clock';
 import { createIndexReady } from '../support/indexes';
-import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import type { JobsTestApp } from '../support/jobs-app';
+import { waitFor } from '../support/jobs-app';
+import { monitoredApp, settleAll } from '../support/monitored-app';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
 /** Long enough that no chunk is forwarded while a test runs. */
 const BLACK_HOLE_MS = 10 * 60_000;
-/** The driver timeouts of the chaos tests: a dead server is noticed within half a second. */
-const FAST_FAILING_DRIVER = { serverSelectionTimeoutMS: 500, heartbeatFrequencyMS: 500, connectTimeoutMS: 500 };
-
-/** An app (no worker) whose connection reports the name of every command it sends. */
-async function monitoredApp(dbName: string, uri?: string): Promise<{ app: JobsTestApp; commands: string[] }> {
-  const commands: string[] = [];
-  const app = await createJobsTestApp({
-    dbName,
-    uri,
-    options: { worker: false },
-    mongoose: {
-      ...(uri ? FAST_FAILING_DRIVER : {}),
-      monitorCommands: true,
-      connectionFactory: (connection: Connection) => {
-        connection.getClient().on('commandStarted', (event) => commands.push(event.commandName));
-        return connection;
-      },
-    },
-  });
-  return { app, commands };
-}
 
 /** Running rows as a claim leaves them: owned by `lockId`, leased until `lockedUntil`. */
 async function insertRunning(
@@ -56,12 +37,6 @@ async function insertRunning(
   }));
   await jobs.insertMany(docs);
   return docs.map((doc) => doc._id);
-}
-
-/** Settles every promise and keeps each outcome (value or error). */
-async function outcomes(promises: Promise<Date | null>[]): Promise<{ value?: Date | null; error?: unknown }[]> {
-  const settled = await Promise.allSettled(promises);
-  return settled.map((s) => (s.status === 'fulfilled' ? { value: s.value } : { error: s.reason }));
 }
 
 describe('batched lease renewals on a real wire server', () => {
@@ -104,7 +79,7 @@ describe('batched lease renewals on a real wire server', () => {
     );
     commands.length = 0;
 
-    const results = await outcomes(ids.map((id, i) => batcher.renew(id, plan[i].lockId, requested)));
+    const results = await settleAll(ids.map((id, i) => batcher.renew(id, plan[i].lockId, requested)));
 
     expect(commands).toEqual(['update', 'find']);
     const lost = results.flatMap((r, i) => (r.value === null ? [i] : []));
@@ -131,7 +106,7 @@ describe('batched lease renewals on a real wire server', () => {
     ]);
     commands.length = 0;
 
-    const results = await outcomes([batcher.renew(ids[0], 'w#1', requested), batcher.renew(ids[1], 'w#2', requested)]);
+    const results = await settleAll([batcher.renew(ids[0], 'w#1', requested), batcher.renew(ids[1], 'w#2', requested)]);
 
     expect(commands).toEqual(['update']);
     // The lower bound: the Lease only moves its deadline forward to max(local, returned).
@@ -162,7 +137,7 @@ describe('batched lease renewals on a real wire server', () => {
       ]);
       commands.length = 0;
 
-      const results = await outcomes([0, 1, 2, 3].map((i) => batcher.renew(ids[i], `w#${i}`, new Date(base + i))));
+      const results = await settleAll([0, 1, 2, 3].map((i) => batcher.renew(ids[i], `w#${i}`, new Date(base + i))));
 
       expect(commands).toEqual(['update', 'find']);
       expect(results[2].error).toBeInstanceOf(mongo.MongoServerError);
@@ -202,7 +177,7 @@ describe('batched lease renewals when the connection drops', () => {
       commands.length = 0;
       proxy.setDelay(BLACK_HOLE_MS);
       const requested = new Date(now().getTime() + 30_000);
-      const pending = outcomes(ids.map((id, i) => batcher.renew(id, `w#${i}`, requested)));
+      const pending = settleAll(ids.map((id, i) => batcher.renew(id, `w#${i}`, requested)));
       await waitFor(() => commands.includes('update'), 'the batched update to be sent');
       await proxy.drop(0);
 
