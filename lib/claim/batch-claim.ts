@@ -34,21 +34,23 @@ export class BatchClaim {
   constructor(private readonly deps: BatchClaimDeps) {}
 
   /**
-   * Up to `want` due jobs of `names`, in claim order; an empty list when none is due. Null when a batch does not apply
+   * Up to `want` due jobs of `names`, in claim order, and of each name no more than `roomOf(name)` (its room in this
+   * process's `concurrency`: the rows after those are left for a later claim); an empty list when none is due. Null when a batch does not apply
    * now (a row was refused lately) or others took every candidate first: the caller claims one job instead.
    * Rejects as a claim does: the command failed without landing, or could not be resolved before its lease.
    */
-  async take(names: string[], want: number): Promise<ClaimedJob[] | null> {
+  async take(names: string[], want: number, roomOf: (name: string) => number): Promise<ClaimedJob[] | null> {
     const { claims, inDoubt, lockIds, leaseMs, pollIntervalMs } = this.deps;
     if (Date.now() - this.refusedAt < pollIntervalMs) return null;
     const at = now();
     const scope = { names, skipIds: this.deps.skipIds() };
     const candidates = await claims.peekDue(at, scope, Math.min(want, MAX_CLAIM_BATCH));
     if (candidates.length === 0) return [];
-    const rows = candidates.map((candidate) => ({ id: candidate._id, lockId: lockIds.next() }));
+    const chosen = withinRoom(candidates, roomOf);
+    const rows = chosen.map((candidate) => ({ id: candidate._id, lockId: lockIds.next() }));
     const lockedUntil = addMs(at, leaseMs);
     const taken = await inDoubt.sendBatch(rows, lockedUntil, async () => {
-      const { refused } = await claims.takeEach(rows, at, lockedUntil, scope);
+      const { matched, refused } = await claims.takeEach(rows, at, lockedUntil, scope);
       if (refused.size > 0) {
         this.refusedAt = Date.now();
         const [first] = refused.values();
@@ -57,9 +59,20 @@ export class BatchClaim {
             'single claims, which set such rows aside, until the next poll',
         );
       }
+      return matched;
     });
     // Others took every candidate first: more may be due behind them, which one claim finds.
     if (taken.length === 0) return null;
     return taken.map((doc) => ({ doc, lockId: doc.lockedBy as string }));
   }
+}
+
+/** The candidates in order, skipping those of a name once `roomOf(name)` of it were kept. */
+function withinRoom<T extends { name: string }>(candidates: T[], roomOf: (name: string) => number): T[] {
+  const left = new Map<string, number>();
+  return candidates.filter((candidate) => {
+    const room = left.get(candidate.name) ?? roomOf(candidate.name);
+    left.set(candidate.name, room - 1);
+    return room > 0;
+  });
 }

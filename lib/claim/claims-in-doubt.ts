@@ -73,33 +73,46 @@ export class ClaimsInDoubt {
 
   /**
    * Sends a batch claim (one command taking several rows, each for its own lock id of `claims`, all until
-   * `lockedUntil`) and reads back what it took: the server answers only how many rows it took, and the read by lock id
-   * answers which, whether the command's answer came or was lost. Resolves the rows taken (maybe none); rejects with
-   * the command's error when it failed without landing, or when the read-back could not be answered before the lease
-   * (or shutdown's hard bound), after handing every row still under one of these locks back to `pending`.
+   * `lockedUntil`; `write` resolves how many rows it took) and reads back which: the read by id and lock id, whether the
+   * command's answer came or was lost. Resolves the rows taken (maybe none); rejects with the command's error when it
+   * failed without landing, or when the read-back could not be answered before the lease (or shutdown's hard bound),
+   * after handing every row still under one of these locks back to `pending`. A read that finds fewer rows than the
+   * command took (it should not happen; a read from a lagging secondary would) hands back the locks it did not find.
    */
   async sendBatch(
     claims: readonly { id: Types.ObjectId; lockId: string }[],
     lockedUntil: Date,
-    write: () => Promise<unknown>,
+    write: () => Promise<number>,
   ): Promise<JobDocument[]> {
     const lockIds = claims.map((claim) => claim.lockId);
     for (const lockId of lockIds) this.unresolved.add(lockId);
     try {
       let failure: { error: unknown } | undefined;
+      let matched: number | undefined;
       try {
-        await write();
+        matched = await write();
       } catch (error) {
         if (!mayHaveLanded(error)) throw error;
         failure = { error };
       }
+      if (matched === 0) return [];
       const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
       const read = () => this.claims.findClaimedByAny(claims, lockedUntil);
       const answer = await firstAnswer(read, giveUpAt, IN_DOUBT);
-      if (answer) return answer.value;
-      const cause = failure?.error ?? new Error('the rows a batch claim took could not be read back');
-      await Promise.all(lockIds.map((lockId) => this.handBack({ lockId, lockedUntil }, cause)));
-      throw cause;
+      if (!answer) {
+        const cause = failure?.error ?? new Error('the rows a batch claim took could not be read back');
+        await Promise.all(lockIds.map((lockId) => this.handBack({ lockId, lockedUntil }, cause)));
+        throw cause;
+      }
+      const found = answer.value;
+      if (matched !== undefined && found.length < matched) {
+        const seen = new Set(found.map((row) => row.lockedBy));
+        const cause = new Error(`a batch claim took ${matched} rows and read back ${found.length}`);
+        await Promise.all(
+          lockIds.filter((lockId) => !seen.has(lockId)).map((lockId) => this.handBack({ lockId, lockedUntil }, cause)),
+        );
+      }
+      return found;
     } finally {
       for (const lockId of lockIds) this.unresolved.delete(lockId);
     }

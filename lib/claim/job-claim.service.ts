@@ -214,17 +214,21 @@ export class JobClaimService implements OnApplicationBootstrap {
 
   /**
    * Up to `want` due jobs among `names` in one batch (`BatchClaim`: three commands), for a poll loop with that many
-   * free slots and a backlog. Expired leases still come first: when a search for them is due, it runs first, and an
+   * free slots and a backlog, and of each name at most `roomOf(name)`. Expired leases still come first: when a search for them is due, it runs first, and an
    * expired row it takes over is the step's one job. Null when a batch does not apply, and one `claimNext` is the step
    * instead: a name with fleet-wide limits among them, a row refused lately, or others took every candidate first.
    */
-  async claimBatch(names: readonly string[], want: number): Promise<ClaimedJob[] | null> {
+  async claimBatch(
+    names: readonly string[],
+    want: number,
+    roomOf: (name: string) => number,
+  ): Promise<ClaimedJob[] | null> {
     if (names.some((name) => this.limited.has(name))) return null;
     if (this.reclaimDue()) {
       const reclaimed = await this.searchExpired([...names]);
       if (reclaimed) return [reclaimed];
     }
-    return this.batch.take([...names], want);
+    return this.batch.take([...names], want, roomOf);
   }
 
   /** Whether a search for expired leases is due: none under way, and none came back empty this poll interval. */

@@ -1,14 +1,15 @@
 import { mongo } from 'mongoose';
+import { isBulkWriteConcernError } from './database-errors.js';
 
 /** How a batched write (one unordered `bulkWrite` of single-row updates) fails, told apart as single writes fail. */
 
 /**
  * The per-op write errors of a bulk write that failed only op by op, each as the `MongoServerError` a single-document
  * write would have rejected with; undefined when the command itself failed (no write errors, or a write concern
- * error, which says nothing about which op it hit).
+ * error, which says nothing about which op it hit and may follow writes that landed: `mayHaveLanded` says so).
  */
 export function refusedWrites(error: unknown): Map<number, mongo.MongoServerError> | undefined {
-  if (!(error instanceof mongo.MongoBulkWriteError) || error.writeConcernError) return undefined;
+  if (!(error instanceof mongo.MongoBulkWriteError) || isBulkWriteConcernError(error)) return undefined;
   const writeErrors = [error.writeErrors].flat();
   if (writeErrors.length === 0) return undefined;
   return new Map(

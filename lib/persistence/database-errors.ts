@@ -40,8 +40,20 @@ export function isSameRefusal(error: mongo.MongoServerError, refusal: { code?: u
 export function mayHaveLanded(error: unknown): boolean {
   if (error instanceof mongo.MongoServerSelectionError) return false;
   if (error instanceof mongo.MongoNetworkError || error instanceof mongo.MongoOperationTimeoutError) return true;
-  if (error instanceof mongo.MongoWriteConcernError) return true;
+  if (error instanceof mongo.MongoWriteConcernError || isBulkWriteConcernError(error)) return true;
+  if (error instanceof WriteOutcomeUnknownError) return true;
   return error instanceof mongo.MongoServerError && error.errorResponse?.writeConcernError !== undefined;
+}
+
+/**
+ * A bulk write whose reply carried a write concern error (e.g. a `wtimeout`): applied, at least on the primary, but
+ * not confirmed. The driver throws it as a `MongoBulkWriteError` with the write concern error only in its `result`
+ * (a lone write throws a `MongoWriteConcernError` instead).
+ */
+export function isBulkWriteConcernError(error: unknown): boolean {
+  if (!(error instanceof mongo.MongoBulkWriteError)) return false;
+  const result = error.result as { getWriteConcernError?: () => unknown } | undefined;
+  return result?.getWriteConcernError?.() != null;
 }
 
 /**
@@ -56,6 +68,7 @@ export type WriteErrorKind = 'transient' | 'permanent' | 'unknown';
 
 export function classifyWriteError(error: unknown): WriteErrorKind {
   if (isPermanentWriteError(error)) return 'permanent';
+  if (error instanceof WriteOutcomeUnknownError) return 'transient';
   if (error instanceof mongo.MongoNetworkError || error instanceof mongo.MongoServerSelectionError) return 'transient';
   if (error instanceof mongo.MongoTopologyClosedError || error instanceof mongo.MongoNotConnectedError)
     return 'transient';
@@ -100,4 +113,19 @@ function hasRetryableLabel(error: mongo.MongoServerError): boolean {
  */
 export function isClientClosed(error: unknown): boolean {
   return error instanceof mongo.MongoTopologyClosedError || error instanceof mongo.MongoNotConnectedError;
+}
+
+/**
+ * A batched write whose command was answered but whose effect on this row is unknown: the read that tells which of
+ * its updates matched failed. It may have landed (`mayHaveLanded`), and sending it again is safe (`transient`): the
+ * writes are owner-fenced, and a later miss is checked against the row.
+ */
+export class WriteOutcomeUnknownError extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`A batched write was answered, but reading which of its updates matched failed: ${String(cause)}`);
+  }
+
+  override get name(): string {
+    return 'WriteOutcomeUnknownError';
+  }
 }

@@ -122,7 +122,8 @@ export class JobClaimStore {
     return this.collection
       .find(
         { _id: { $in: ids }, status: 'running', lockedUntil, lockedBy: { $in: lockIds } },
-        { sort: CLAIM_SOURCES.pending.sort },
+        // From the primary, which has the batch's writes (an application's secondary read preference must not hide them).
+        { sort: CLAIM_SOURCES.pending.sort, readPreference: 'primary' },
       )
       .toArray();
   }
@@ -220,7 +221,7 @@ export class JobClaimStore {
    * index (`status`, `lockedUntil`); nobody renews a lease its owner does not know it holds.
    */
   findClaimedBy(lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
-    return this.collection.findOne({ status: 'running', lockedUntil, lockedBy: lockId });
+    return this.collection.findOne({ status: 'running', lockedUntil, lockedBy: lockId }, { readPreference: 'primary' });
   }
 
   /**

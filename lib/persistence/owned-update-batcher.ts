@@ -1,6 +1,7 @@
 import type { mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
 import { commandError, refusedWrites } from './bulk-write-errors.js';
+import { WriteOutcomeUnknownError } from './database-errors.js';
 import { owned, updateOwned } from './owner-fence.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';
 
@@ -109,13 +110,21 @@ export class OwnedUpdateBatcher {
       return;
     }
     if (undecided.length === 0) return;
-    // The count says how many matched, not which: the rows say which this lock finished.
-    const rows = await this.collection
-      .find<Pick<JobDocument, '_id' | 'finishedBy'>>(
-        { _id: { $in: undecided.map((call) => call.id) } },
-        { projection: { finishedBy: 1 } },
-      )
-      .toArray();
+    // The count says how many matched, not which: the rows say which this lock finished (read from the primary,
+    // which has the writes). A failed read leaves each answer unknown, which the caller reads as maybe landed.
+    let rows: Pick<JobDocument, '_id' | 'finishedBy'>[];
+    try {
+      rows = await this.collection
+        .find<Pick<JobDocument, '_id' | 'finishedBy'>>(
+          { _id: { $in: undecided.map((call) => call.id) } },
+          { projection: { finishedBy: 1 }, readPreference: 'primary' },
+        )
+        .toArray();
+    } catch (error) {
+      const unknown = new WriteOutcomeUnknownError(error);
+      for (const call of undecided) call.reject(unknown);
+      return;
+    }
     const finishedBy = new Map(rows.map((row) => [rowKey(row._id), row.finishedBy]));
     for (const call of undecided) call.resolve(finishedBy.get(rowKey(call.id)) === call.lockId);
   }

@@ -48,8 +48,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly running = new Map<string, RunningExecution>();
   /** Per name, its executions here plus the claims in flight that may return it, against its concurrency. */
   private readonly names = new NameCapacity((name) => this.limitOf(name));
-  /** Claims sent and not answered yet; each holds a slot meanwhile. */
+  /** Slots held by claims sent and not answered yet (a batch claim holds as many as it may fill). */
   private claimsInFlight = 0;
+  /** Claim steps sent and not answered yet (what shutdown reports as unanswered claims). */
+  private claimSteps = 0;
   /** Slots `runNow` calls hold while they claim (see `reserveSlot`): the poll loop and other runNows leave them free. */
   private reservedSlots = 0;
   private readonly wakeup = new Wakeup();
@@ -287,21 +289,22 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /**
-   * One claim step among `names`: a batch claim of up to `want` jobs of the names with room for that many (see
-   * `JobClaimService.claimBatch`), or, when that does not apply or takes nothing, one claim. While it is in flight it
-   * holds `want` slots and counts against the free capacity of every name it may return, so that claims in flight
-   * together never take more of a name than its limit allows.
+   * One claim step among `names`: a batch claim of up to `want` jobs over all of them, in claim order, taking of each
+   * name no more than its room in its per-process `concurrency` (see `JobClaimService.claimBatch`); or, when `want` is
+   * one, the batch does not apply, or it takes nothing, one claim. While it is in flight it holds the slots it may fill
+   * and counts them against the free capacity of every name it may return, so that claims in flight together never
+   * take more of a name than its limit allows.
    */
   private async claimStep(excluded: string[], names: readonly string[], want: number): Promise<ClaimStepAnswer> {
-    const batchNames = want > 1 ? names.filter((name) => this.names.roomOf(name) >= want) : [];
-    this.claimsInFlight += want;
-    this.names.adjustClaiming(names, +1);
-    this.names.adjustClaiming(batchNames, want - 1);
+    const rooms = new Map(names.map((name) => [name, this.names.roomOf(name)]));
+    const size = Math.max(1, Math.min(want, Math.max(...rooms.values())));
+    this.claimsInFlight += size;
+    this.claimSteps += 1;
+    this.names.adjustClaiming(names, size);
     let claims: ClaimedJob[];
     try {
-      const batch = batchNames.length > 0 ? await this.claims.claimBatch(batchNames, want) : null;
-      // An empty batch over every name asked is the answer; over some of them, the others may still have work.
-      if (batch && (batch.length > 0 || batchNames.length === names.length)) claims = batch;
+      const batch = size > 1 ? await this.claims.claimBatch(names, size, (name) => rooms.get(name) ?? 0) : null;
+      if (batch) claims = batch;
       else {
         const claim = await this.claims.claimNext(excluded);
         claims = claim ? [claim] : [];
@@ -310,9 +313,9 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       this.logError('Claiming a job', error);
       return { result: 'failed', jobs: 0 };
     } finally {
-      this.claimsInFlight -= want;
-      this.names.adjustClaiming(names, -1);
-      this.names.adjustClaiming(batchNames, 1 - want);
+      this.claimsInFlight -= size;
+      this.claimSteps -= 1;
+      this.names.adjustClaiming(names, -size);
       this.record.polled();
     }
     this.record.claimAnswered();
@@ -368,7 +371,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     );
     const summary = describeShutdown({
       fates: [...fates, ...this.shutdownHandBacks],
-      unansweredClaims: this.claimsInFlight,
+      unansweredClaims: this.claimSteps,
     });
     this.logger.log(`Worker ${this.options.workerId} stopped: ${summary}`);
   }

@@ -31,6 +31,9 @@ class LimitedHandlers {
   solo(_payload: unknown, _ctx: JobExecutionContext) {}
 }
 
+/** Room for any number of jobs of every name (the poll loop passes each name's room in its `concurrency`). */
+const anyRoom = () => 100;
+
 /** A batch claim's bulk: an `update` whose first statement sets `status: 'running'`. */
 const isBatchTake = (command: Document) =>
   command.update === 'jobs' && (command.updates as Document[] | undefined)?.[0]?.u?.$set?.status === 'running';
@@ -93,9 +96,9 @@ describe('batch claims', () => {
     }
     const order = [3, 1, 2, 5, 0, 4].map((i) => enqueued[i].id);
 
-    const first = await claims.claimBatch(['batched'], 4);
-    const second = await claims.claimBatch(['batched'], 4);
-    const third = await claims.claimBatch(['batched'], 4);
+    const first = await claims.claimBatch(['batched'], 4, anyRoom);
+    const second = await claims.claimBatch(['batched'], 4, anyRoom);
+    const third = await claims.claimBatch(['batched'], 4, anyRoom);
 
     expect(idsOf(first)).toEqual(order.slice(0, 4));
     expect(idsOf(second)).toEqual(order.slice(4));
@@ -107,13 +110,30 @@ describe('batch claims', () => {
     }
   });
 
+  it("takes of each name no more than its room, in claim order across names, and leaves that name's other rows", async () => {
+    const dbName = uniqueDatabaseName('batch_room');
+    const { app, claims } = await claimer(dbName);
+    // 'other' (room 1 here) sorts first: its first row is taken, its next ones are left for a later claim.
+    const others = [];
+    for (let i = 0; i < 3; i += 1) others.push(await app.jobs.enqueue('other', { i }, { priority: 10 }));
+    const batched = [];
+    for (let i = 0; i < 3; i += 1) batched.push(await app.jobs.enqueue('batched', { i }));
+
+    const taken = await claims.claimBatch(['batched', 'other'], 5, (name) => (name === 'other' ? 1 : 100));
+
+    // The first 5 due rows are o0 o1 o2 b0 b1: o1 and o2 are over 'other''s room and stay pending, like b2 behind them.
+    expect(idsOf(taken)).toEqual([others[0].id, batched[0].id, batched[1].id]);
+    const left = await rawJobs(dbName).find({ status: 'pending' }).toArray();
+    expect(left.map((row) => row._id.toHexString()).sort()).toEqual([others[1].id, others[2].id, batched[2].id].sort());
+  });
+
   it('runs the rows of a batch whose answer was lost after it landed: read back by lock id, nothing charged', async () => {
     const dbName = uniqueDatabaseName('batch_lost_reply');
     const { app, claims } = await claimer(dbName);
     await app.jobs.enqueueMany(Array.from({ length: 5 }, (_, i) => ({ name: 'batched', payload: { i } })));
     const rule = proxy.interceptReply({ match: isBatchTake, action: { lose: true } });
 
-    const taken = await claims.claimBatch(['batched'], 5);
+    const taken = await claims.claimBatch(['batched'], 5, anyRoom);
 
     expect(rule.answered).toBe(1);
     expect(taken).toHaveLength(5);
@@ -134,13 +154,13 @@ describe('batch claims', () => {
       storedJobRow({ name: 'batched', status: 'pending', runAt: at, fencingToken: 'x', finishedAt: undefined }),
     );
 
-    const taken = await claims.claimBatch(['batched'], 4);
+    const taken = await claims.claimBatch(['batched'], 4, anyRoom);
 
     expect(taken).toHaveLength(3);
     expect(await rawJobs(dbName).findOne({ _id: poison.insertedId })).toMatchObject({ status: 'pending' });
     expect(warnings.some((warning) => warning.includes('batch claim was refused by the server for 1 row'))).toBe(true);
     // Until the next poll, the step is one claim, which sets the refused row aside and takes nothing else.
-    expect(await claims.claimBatch(['batched'], 4)).toBeNull();
+    expect(await claims.claimBatch(['batched'], 4, anyRoom)).toBeNull();
     expect(await claims.claimNext()).toBeNull();
     expect(await rawJobs(dbName).findOne({ _id: poison.insertedId })).toMatchObject({ status: 'failed' });
   });
@@ -154,7 +174,7 @@ describe('batch claims', () => {
     const drain = async (claims: JobClaimService) => {
       const ids: string[] = [];
       for (;;) {
-        const batch = (await claims.claimBatch(['batched'], 8)) ?? [];
+        const batch = (await claims.claimBatch(['batched'], 8, anyRoom)) ?? [];
         if (batch.length === 0) {
           // Declined (the other took every candidate) or empty: one claim says which.
           const one = await claims.claimNext();
@@ -180,12 +200,12 @@ describe('batch claims', () => {
       { name: 'solo', payload: {} },
     ]);
 
-    const taken = await claims.claimBatch(['batched'], 5);
+    const taken = await claims.claimBatch(['batched'], 5, anyRoom);
 
     expect((taken ?? []).map((claim) => claim.doc.name)).toEqual(['batched']);
     expect((await rawJobs(dbName).findOne({ name: 'other' }))?.status).toBe('pending');
     // A limited name among those asked: no batch (its claim takes a slot with the row), the caller claims one job.
-    expect(await claims.claimBatch(['solo', 'other'], 5)).toBeNull();
+    expect(await claims.claimBatch(['solo', 'other'], 5, anyRoom)).toBeNull();
     expect((await rawJobs(dbName).findOne({ name: 'solo' }))?.status).toBe('pending');
   });
 });

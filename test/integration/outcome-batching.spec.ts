@@ -2,6 +2,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { Collection, Document, MongoClient } from 'mongodb';
 import { mongo, Types } from 'mongoose';
 import { now } from '../../lib/model/clock';
+import { mayHaveLanded, WriteOutcomeUnknownError } from '../../lib/persistence/database-errors';
+import { OwnedUpdateBatcher } from '../../lib/persistence/owned-update-batcher';
 import { createIndexReady } from '../support/indexes';
 import type { JobsTestApp } from '../support/jobs-app';
 import { waitFor } from '../support/jobs-app';
@@ -130,6 +132,30 @@ describe('batched outcome writes on a real wire server', () => {
     } finally {
       await jobs.dropIndex('app_unique_result');
     }
+  });
+
+  it('answers every undecided write "maybe landed" when the read that decides them fails, never "not owned"', async () => {
+    const ids = await insertRows(jobs, [{ lockId: 'w#0' }, { lockId: 'w#1', status: 'cancelled' }, { lockId: 'w#2' }]);
+    // The bulk goes to the server; the read after it (one row did not match) fails, as in a failover.
+    const failingReads = Object.assign(Object.create(jobs), {
+      find: () => ({
+        toArray: () => Promise.reject(new mongo.MongoServerSelectionError('no primary', {} as never)),
+      }),
+    }) as typeof jobs;
+    const batcher = new OwnedUpdateBatcher(failingReads as never);
+    const at = now();
+
+    const results = await settleAll(
+      ids.map((id, i) =>
+        batcher.update(id, `w#${i}`, { $set: { status: 'completed', finishedBy: `w#${i}`, updatedAt: at } }),
+      ),
+    );
+
+    for (const result of results) expect(result.error).toBeInstanceOf(WriteOutcomeUnknownError);
+    expect(mayHaveLanded(results[0].error)).toBe(true);
+    // Two of them did land: a caller that sends them again finds them finished by its lock.
+    const rows = await jobs.find({}, { sort: { _id: 1 } }).toArray();
+    expect(rows.map((row) => row.finishedBy ?? null)).toEqual(['w#0', null, 'w#2']);
   });
 
   it('sends a lone write as a single updateOne, and a second write for the same job in the next command', async () => {

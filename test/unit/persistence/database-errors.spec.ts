@@ -1,10 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { mongo } from 'mongoose';
+import { commandError, refusedWrites } from '../../../lib/persistence/bulk-write-errors';
 import {
   classifyWriteError,
+  isBulkWriteConcernError,
   isDocumentUpdateError,
   isPermanentWriteError,
+  mayHaveLanded,
   type WriteErrorKind,
+  WriteOutcomeUnknownError,
 } from '../../../lib/persistence/database-errors';
 
 const serverError = (code: number | undefined, labels: string[] = []) => {
@@ -68,5 +72,34 @@ describe('isDocumentUpdateError (claims set a row aside only for these)', () => 
     ['a network error', new mongo.MongoNetworkError('socket closed')],
   ])('%s is not', (_label, error) => {
     expect(isDocumentUpdateError(error)).toBe(false);
+  });
+});
+
+describe('batched writes whose effect is unknown', () => {
+  /** What the driver throws for a bulk write whose reply carried a write concern error (bulk/common.js). */
+  const bulkWriteConcernError = () =>
+    new mongo.MongoBulkWriteError({ message: 'waiting for replication timed out', code: 64 }, {
+      getWriteConcernError: () => ({ code: 64, errmsg: 'waiting for replication timed out' }),
+    } as never);
+
+  it('a bulk write with a write concern error may have landed, as a lone write with one may (the rows are read back)', () => {
+    expect(isBulkWriteConcernError(bulkWriteConcernError())).toBe(true);
+    expect(mayHaveLanded(bulkWriteConcernError())).toBe(true);
+    expect(refusedWrites(bulkWriteConcernError())).toBeUndefined();
+    expect(mayHaveLanded(commandError(bulkWriteConcernError()))).toBe(true);
+  });
+
+  it('a bulk write that failed op by op, with no write concern error, is no such error', () => {
+    const refused = new mongo.MongoBulkWriteError({ message: 'E11000', code: 11000, writeErrors: [] }, {
+      getWriteConcernError: () => undefined,
+    } as never);
+    expect(isBulkWriteConcernError(refused)).toBe(false);
+    expect(mayHaveLanded(refused)).toBe(false);
+  });
+
+  it('a batched write whose matched-rows read failed may have landed, and is sent again', () => {
+    const unknown = new WriteOutcomeUnknownError(new mongo.MongoServerSelectionError('no primary', {} as never));
+    expect(mayHaveLanded(unknown)).toBe(true);
+    expect(classifyWriteError(unknown)).toBe('transient');
   });
 });
