@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Collection, Document, MongoClient } from 'mongodb';
 import { mongo, Types } from 'mongoose';
 import { now } from '../../lib/model/clock';
@@ -7,10 +7,9 @@ import { OwnedUpdateBatcher } from '../../lib/persistence/owned-update-batcher';
 import { createIndexReady } from '../support/indexes';
 import type { JobsTestApp } from '../support/jobs-app';
 import { waitFor } from '../support/jobs-app';
-import { monitoredApp, settleAll } from '../support/monitored-app';
+import { droppingProxyPerTest, monitoredApp, settleAll } from '../support/monitored-app';
 import { storedJobRow } from '../support/stored-job-row';
-import { TcpProxy } from '../support/tcp-proxy';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /** Long enough that no chunk is forwarded while a test runs. */
 const BLACK_HOLE_MS = 10 * 60_000;
@@ -180,34 +179,22 @@ describe('batched outcome writes on a real wire server', () => {
 });
 
 describe('batched outcome writes when the connection drops', () => {
-  let proxy: TcpProxy;
-  let client: MongoClient;
   const dbName = uniqueDatabaseName('outcome_batching_drop');
-
-  beforeEach(async () => {
-    proxy = await TcpProxy.start(testMongoUri());
-    client = await connectTestClient({ maxPoolSize: 2 });
-  });
-  afterEach(async () => {
-    proxy.setDelay(0);
-    await proxy.close();
-    await client.db(dbName).dropDatabase();
-    await client.close();
-  });
+  const fixture = droppingProxyPerTest(dbName);
 
   it('rejects every write of the command with the same network error, as a lone write would', async () => {
-    const { app, commands } = await monitoredApp(dbName, proxy.uri);
+    const { app, commands } = await monitoredApp(dbName, fixture.proxy().uri);
     try {
       const ids = await insertRows(
-        client.db(dbName).collection('jobs'),
+        fixture.client().db(dbName).collection('jobs'),
         [0, 1, 2, 3, 4].map((i) => ({ lockId: `w#${i}` })),
       );
       commands.length = 0;
-      proxy.setDelay(BLACK_HOLE_MS);
+      fixture.proxy().setDelay(BLACK_HOLE_MS);
       const at = now();
       const pending = settleAll(ids.map((id, i) => app.stores.outcome.complete(id, `w#${i}`, at)));
       await waitFor(() => commands.includes('update'), 'the batched update to be sent');
-      await proxy.drop(0);
+      await fixture.proxy().drop(0);
 
       const results = await pending;
 
@@ -216,7 +203,7 @@ describe('batched outcome writes when the connection drops', () => {
       expect(first.error).toBeInstanceOf(mongo.MongoNetworkError);
       for (const r of results) expect(r.error).toBe(first.error);
     } finally {
-      proxy.setDelay(0);
+      fixture.proxy().setDelay(0);
       await app.close();
     }
   });

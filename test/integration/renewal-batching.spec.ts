@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from '@jest/globals';
 import type { Collection, Document, MongoClient } from 'mongodb';
 import { mongo, Types } from 'mongoose';
 import { RenewalBatcher } from '../../lib/lease/renewal-batcher';
@@ -6,9 +6,8 @@ import { now } from '../../lib/model/clock';
 import { createIndexReady } from '../support/indexes';
 import type { JobsTestApp } from '../support/jobs-app';
 import { waitFor } from '../support/jobs-app';
-import { monitoredApp, settleAll } from '../support/monitored-app';
-import { TcpProxy } from '../support/tcp-proxy';
-import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+import { droppingProxyPerTest, monitoredApp, settleAll } from '../support/monitored-app';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /** Long enough that no chunk is forwarded while a test runs. */
 const BLACK_HOLE_MS = 10 * 60_000;
@@ -150,36 +149,24 @@ describe('batched lease renewals on a real wire server', () => {
 });
 
 describe('batched lease renewals when the connection drops', () => {
-  let proxy: TcpProxy;
-  let client: MongoClient;
   const dbName = uniqueDatabaseName('renewal_batching_drop');
-
-  beforeEach(async () => {
-    proxy = await TcpProxy.start(testMongoUri());
-    client = await connectTestClient({ maxPoolSize: 2 });
-  });
-  afterEach(async () => {
-    proxy.setDelay(0);
-    await proxy.close();
-    await client.db(dbName).dropDatabase();
-    await client.close();
-  });
+  const fixture = droppingProxyPerTest(dbName);
 
   it('rejects every renewal of the command with the same error object', async () => {
-    const { app, commands } = await monitoredApp(dbName, proxy.uri);
+    const { app, commands } = await monitoredApp(dbName, fixture.proxy().uri);
     try {
       const lockedUntil = new Date(now().getTime() + 10_000);
       const ids = await insertRunning(
-        client.db(dbName).collection('jobs'),
+        fixture.client().db(dbName).collection('jobs'),
         [0, 1, 2, 3, 4].map((i) => ({ lockId: `w#${i}`, lockedUntil })),
       );
       const batcher = new RenewalBatcher(app.stores.lease, now);
       commands.length = 0;
-      proxy.setDelay(BLACK_HOLE_MS);
+      fixture.proxy().setDelay(BLACK_HOLE_MS);
       const requested = new Date(now().getTime() + 30_000);
       const pending = settleAll(ids.map((id, i) => batcher.renew(id, `w#${i}`, requested)));
       await waitFor(() => commands.includes('update'), 'the batched update to be sent');
-      await proxy.drop(0);
+      await fixture.proxy().drop(0);
 
       const results = await pending;
 
@@ -188,7 +175,7 @@ describe('batched lease renewals when the connection drops', () => {
       expect(first.error).toBeInstanceOf(mongo.MongoNetworkError);
       for (const r of results) expect(r.error).toBe(first.error);
     } finally {
-      proxy.setDelay(0);
+      fixture.proxy().setDelay(0);
       await app.close();
     }
   });

@@ -1,5 +1,9 @@
+import { afterEach, beforeEach } from '@jest/globals';
+import type { MongoClient } from 'mongodb';
 import type { Connection } from 'mongoose';
 import { createJobsTestApp, type JobsTestApp } from './jobs-app';
+import { TcpProxy } from './tcp-proxy';
+import { connectTestClient, testMongoUri } from './test-database';
 
 /** The driver timeouts of the chaos tests: a dead server is noticed within half a second. */
 export const FAST_FAILING_DRIVER = { serverSelectionTimeoutMS: 500, heartbeatFrequencyMS: 500, connectTimeoutMS: 500 };
@@ -30,4 +34,25 @@ export async function monitoredApp(dbName: string, uri?: string): Promise<{ app:
 export async function settleAll<T>(promises: Promise<T>[]): Promise<{ value?: T; error?: unknown }[]> {
   const settled = await Promise.allSettled(promises);
   return settled.map((s) => (s.status === 'fulfilled' ? { value: s.value } : { error: s.reason }));
+}
+
+/**
+ * A fresh TCP proxy in front of the test server and a raw client, per test of the calling `describe` (registers its
+ * `beforeEach`/`afterEach`): the proxy drops or delays what the app under test sends; the client, outside it,
+ * prepares and reads rows. The database is dropped after each test.
+ */
+export function droppingProxyPerTest(dbName: string): { proxy: () => TcpProxy; client: () => MongoClient } {
+  let proxy: TcpProxy;
+  let client: MongoClient;
+  beforeEach(async () => {
+    proxy = await TcpProxy.start(testMongoUri());
+    client = await connectTestClient({ maxPoolSize: 2 });
+  });
+  afterEach(async () => {
+    proxy.setDelay(0);
+    await proxy.close();
+    await client.db(dbName).dropDatabase();
+    await client.close();
+  });
+  return { proxy: () => proxy, client: () => client };
 }
