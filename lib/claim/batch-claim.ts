@@ -42,12 +42,13 @@ export class BatchClaim {
   async take(names: string[], want: number, roomOf: (name: string) => number): Promise<ClaimedJob[] | null> {
     const { claims, inDoubt, lockIds, leaseMs, pollIntervalMs } = this.deps;
     if (Date.now() - this.refusedAt < pollIntervalMs) return null;
-    const at = now();
     const scope = { names, skipIds: this.deps.skipIds() };
-    const candidates = await claims.peekDue(at, scope, Math.min(want, MAX_CLAIM_BATCH));
+    const candidates = await claims.peekDue(now(), scope, Math.min(want, MAX_CLAIM_BATCH));
     if (candidates.length === 0) return [];
     const chosen = withinRoom(candidates, roomOf);
     const rows = chosen.map((candidate) => ({ id: candidate._id, lockId: lockIds.next() }));
+    // Read after the candidates came back: the lease starts with the take, not with the read before it.
+    const at = now();
     const lockedUntil = addMs(at, leaseMs);
     const taken = await inDoubt.sendBatch(rows, lockedUntil, async () => {
       const { matched, refused } = await claims.takeEach(rows, at, lockedUntil, scope);
