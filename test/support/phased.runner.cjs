@@ -3,11 +3,10 @@
 //   2. the files that need no quiet machine (unit tests, compilations, package builds, the harness's own server
 //      starts: CPU work with nothing timed against the shared test server; and the server tests listed in
 //      UNTIMED_SERVER_FILES), in parallel workers (`maxWorkers` in jest.config.cjs);
-//   3. everything else: the lease, chaos and e2e tests, which use 150–500 ms leases. Phase 2 has ended before phase 3
-//      starts, so no compilation runs beside them; they run in the same parallel workers, each worker with a test
-//      server of its own when the harness starts the single-threaded Java server (test/support/global-setup.ts), so
-//      that one file's commands never queue behind another's. They are written to hold under load (two busy loops
-//      beside them: CONTRIBUTING.md), which is what the file beside each of them is.
+//   3. everything else, in band, one file at a time: the lease, chaos and e2e tests use 150–500 ms leases, and a file
+//      beside them (on a fresh clone, one still compiling its TypeScript cold) stalls them past such a lease: two
+//      fresh-clone CI runs with two workers here failed heartbeat.spec that way. Phase 2 has ended before phase 3
+//      starts, so nothing runs beside them.
 // `--runInBand` (or a run jest itself puts in band, e.g. a single file) keeps every file in band.
 const { sep } = require('node:path');
 const TestRunner = require('jest-runner').default;
@@ -63,7 +62,7 @@ class PhasedRunner extends TestRunner {
     for (const [phase, inBand] of [
       [first, true],
       [parallel, parallel.length < 2],
-      [timed, timed.length < 2],
+      [timed, true],
     ]) {
       if (phase.length === 0) continue;
       if (watcher.isInterrupted()) return;
