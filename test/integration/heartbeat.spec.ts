@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { Types } from 'mongoose';
 import { type JobExecutionContext, JobHandler, LeaseLostError } from '../../lib';
+import { EventLoopStalls } from '../support/event-loop-stalls';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { notReached, reached, untilPreconditionReached } from '../support/precondition';
 import { sleep } from '../support/sleep';
 import { uniqueDatabaseName } from '../support/test-database';
 
@@ -89,24 +91,50 @@ describe('lease heartbeat against the database', () => {
     return app;
   };
 
+  /**
+   * Runs a scenario whose workers must keep their lease by heartbeat alone. A run that failed while this process's event
+   * loop stalled past a third of the lease (the heartbeat interval) did not keep its workers live: it is run again,
+   * from scratch; a failure without such a stall fails the test.
+   */
+  const withLiveWorkers = (leaseMs: number, scenario: (attempt: number) => Promise<void>) =>
+    untilPreconditionReached(`no event-loop stall past ${Math.round(leaseMs / 3)} ms`, async (attempt) => {
+      const stalls = new EventLoopStalls();
+      const outcome = await scenario(attempt).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const stalledMs = stalls.stop();
+      if (outcome === undefined) return reached();
+      if (stalledMs <= leaseMs / 3) throw outcome;
+      await Promise.all(apps.splice(0).map((app) => app.close()));
+      calls.length = 0;
+      return notReached(
+        `the event loop stalled ${stalledMs} ms; the run failed with: ${String(outcome).split('\n')[0]}`,
+      );
+    });
+
   it('keeps a job running for 3 × lease on one worker while another polls: never claimed twice', async () => {
-    const dbName = uniqueDatabaseName('hb_long');
-    const a = await start(dbName, 'a', { leaseMs: 500 });
-    const job = await a.jobs.enqueue('long', { ms: 1500 });
-    await waitFor(() => calls.length === 1, 'the handler to start');
-    await start(dbName, 'b', { leaseMs: 500 });
-    await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'completion');
-    expect(calls).toHaveLength(1);
-    expect(await a.jobs.findById(job.id)).toMatchObject({ status: 'completed', attemptCount: 0, fencingToken: 1 });
+    await withLiveWorkers(500, async (attempt) => {
+      const dbName = uniqueDatabaseName(`hb_long${attempt}`);
+      const a = await start(dbName, 'a', { leaseMs: 500 });
+      const job = await a.jobs.enqueue('long', { ms: 1500 });
+      await waitFor(() => calls.length === 1, 'the handler to start');
+      await start(dbName, 'b', { leaseMs: 500 });
+      await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'completion');
+      expect(calls).toHaveLength(1);
+      expect(await a.jobs.findById(job.id)).toMatchObject({ status: 'completed', attemptCount: 0, fencingToken: 1 });
+    });
   });
 
   it('two workers, lease 150 ms, handler 600 ms: one handler call', async () => {
-    const dbName = uniqueDatabaseName('hb_two');
-    const [a, b] = [await start(dbName, 'a', { leaseMs: 150 }), await start(dbName, 'b', { leaseMs: 150 })];
-    const job = await b.jobs.enqueue('long', { ms: 600 });
-    await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'completion');
-    expect(calls).toHaveLength(1);
-    expect(await a.jobs.findById(job.id)).toMatchObject({ attemptCount: 0 });
+    await withLiveWorkers(150, async (attempt) => {
+      const dbName = uniqueDatabaseName(`hb_two${attempt}`);
+      const [a, b] = [await start(dbName, 'a', { leaseMs: 150 }), await start(dbName, 'b', { leaseMs: 150 })];
+      const job = await b.jobs.enqueue('long', { ms: 600 });
+      await waitFor(async () => (await a.jobs.findById(job.id))?.status === 'completed', 'completion');
+      expect(calls).toHaveLength(1);
+      expect(await a.jobs.findById(job.id)).toMatchObject({ attemptCount: 0 });
+    });
   });
 
   it('aborts the signal within one heartbeat interval when another owner takes the row, and writes nothing', async () => {
