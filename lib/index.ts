@@ -43,6 +43,7 @@ export { UnstorableResultError } from './model/errors/unstorable-result.error.js
 export { WaitTimeoutError } from './model/errors/wait-timeout.error.js';
 export { WorkerShutdownError } from './model/errors/worker-shutdown.error.js';
 export type { JobEvent, JobEventType } from './model/events/job-event.js';
+export type { NamePauseEvent, PausedName } from './model/events/name-pause-event.js';
 export type {
   CatalogueEnqueueArgs,
   CatalogueEnqueueItem,

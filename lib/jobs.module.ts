@@ -7,6 +7,7 @@ import { RetentionSweeper } from './admin/retention-sweeper.service.js';
 import { ClaimsInDoubt } from './claim/claims-in-doubt.js';
 import { JobClaimService } from './claim/job-claim.service.js';
 import { LimitedClaim } from './claim/limited-claim.js';
+import { PausedNames } from './claim/paused-names.js';
 import { RateTokensRepository } from './claim/rate-tokens.repository.js';
 import { JobDocumentFactory } from './enqueue/job-document.factory.js';
 import { JobEnqueuer } from './enqueue/job-enqueuer.service.js';
@@ -37,6 +38,7 @@ import { ShutdownDeadline } from './model/shutdown-deadline.js';
 import { createJobSchema } from './persistence/job.schema.js';
 import { JobIndexes } from './persistence/job-indexes.service.js';
 import { JOB_STORES } from './persistence/job-stores.js';
+import { PausedNamesStore } from './persistence/paused-names.store.js';
 import { JobsQuery } from './query/jobs-query.service.js';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
@@ -108,6 +110,8 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobsMetadataAccessor,
     JobsExplorer,
     JobClaimService,
+    PausedNamesStore,
+    PausedNames,
     ClaimsInDoubt,
     LimitedClaim,
     RateTokensRepository,

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { JobsAdmin } from './admin/jobs-admin.service.js';
 import type { PurgeOptions } from './admin/purge-options.js';
+import { PausedNames } from './claim/paused-names.js';
 import { type EnqueueResult, JobEnqueuer } from './enqueue/job-enqueuer.service.js';
 import type { JobsWorker } from './fleet/jobs-worker.js';
 import { toJobsWorker } from './fleet/worker-presence.js';
@@ -13,6 +14,7 @@ import { now } from './model/clock.js';
 import { InvalidDurationError } from './model/errors/invalid-duration.error.js';
 import type { JobEvent } from './model/events/job-event.js';
 import { JobEvents } from './model/events/job-events.js';
+import type { NamePauseEvent, PausedName } from './model/events/name-pause-event.js';
 import type {
   CatalogueEnqueueArgs,
   DeclaredJobName,
@@ -51,6 +53,13 @@ export class JobsService {
    */
   readonly events$: Observable<JobEvent>;
 
+  /**
+   * Names paused and resumed, as this process learns it: at once for its own `pause`/`resume`, and within one poll
+   * interval for a call made in another process when this one runs a worker. Not job events: they carry no job.
+   * @example jobs.pauses$.subscribe(({ type, name }) => logger.warn(`${name} ${type}`));
+   */
+  readonly pauses$: Observable<NamePauseEvent>;
+
   constructor(
     events: JobEvents,
     private readonly enqueuer: JobEnqueuer,
@@ -61,8 +70,10 @@ export class JobsService {
     private readonly runNowService: RunNow,
     private readonly monitor: JobsWorkerMonitor,
     private readonly workersRepository: WorkersRepository,
+    private readonly paused: PausedNames,
   ) {
     this.events$ = events.events$;
+    this.pauses$ = paused.changes$;
   }
 
   /**
@@ -303,6 +314,35 @@ export class JobsService {
    */
   async runNow(id: string): Promise<RunNowOutcome> {
     return this.runNowService.run(id);
+  }
+
+  /**
+   * Pauses a job name fleet-wide, stored in the database: every worker (of this version or later) stops claiming it
+   * within one poll interval, and this process's at once. Jobs of it already running finish; its pending jobs wait;
+   * its expired leases are not reclaimed (a reclaim starts the job again) until `resume`; `runNow` answers a conflict
+   * `paused`; enqueues and cron ticks still store jobs, which wait. Idempotent. A worker of an older version ignores
+   * the pause: during a rolling deploy, `workers()` shows which workers honour it (their `paused` field).
+   * @throws InvalidOptionError (the promise rejects) for a name that is not a non-empty string of at most 200
+   * characters, or when 1,000 names are paused already; nothing is written.
+   * @example await jobs.pause('email.send'); // … fix the mail provider … await jobs.resume('email.send');
+   */
+  async pause(name: string): Promise<void> {
+    await this.paused.pause(name);
+  }
+
+  /**
+   * Resumes a paused name: this process's worker claims its jobs at once, other workers within one poll interval.
+   * Resolves whether the name was paused.
+   * @throws InvalidOptionError (the promise rejects) for a name that is not a non-empty string of at most 200
+   * characters; nothing is written.
+   */
+  async resume(name: string): Promise<boolean> {
+    return this.paused.resume(name);
+  }
+
+  /** The names paused fleet-wide now (read from the database), sorted, with when each was paused. */
+  async pausedNames(): Promise<PausedName[]> {
+    return this.paused.read();
   }
 }
 

@@ -36,7 +36,7 @@ export interface ClaimByIdContext {
   refused: RefusedRows;
   lockIds: LockIdSequence;
   leaseMs: number;
-  /** Every name with a handler in this process. */
+  /** Every name with a handler in this process, but the paused ones. */
   handledNames(): string[];
   /** The fleet-wide limits of `name`, when it has any and runs here; `hasLimitedNames`: whether any name does. */
   limitsOf(name: string): FleetLimits | undefined;
@@ -59,6 +59,7 @@ export class ClaimById {
     const { claims, reads, inDoubt, refused, lockIds, leaseMs } = this.context;
     const names = this.context.handledNames();
     const row = this.context.hasLimitedNames() ? await reads.findById(id) : null;
+    if (row && !names.includes(row.name)) return { kind: 'missed' }; // no handler here, or paused
     const limits = row ? this.context.limitsOf(row.name) : undefined;
     if (row && limits) return this.claimLimited(id, row.name, limits);
     for (const source of SOURCES_BY_ID) {

@@ -24,6 +24,7 @@ import { ClaimsInDoubt } from './claims-in-doubt.js';
 import { LastAttempts } from './last-attempts.js';
 import { LimitedClaim, type LimitedTakeResult } from './limited-claim.js';
 import { LockIdSequence } from './lock-id.js';
+import { PausedNames } from './paused-names.js';
 import { RefusedRows } from './refused-rows.js';
 
 export type { ClaimByIdResult } from './claim-by-id.js';
@@ -34,10 +35,7 @@ const PENDING_ONLY: readonly ClaimSource[] = ['pending'];
 /** Tries of one limited name's claim that another claimer beat to a slot or row, before the claim gives up. */
 const LIMITED_CLAIM_TRIES = 3;
 
-/**
- * Rows refused by the server that one claim step sets aside with no claim in between; then the step throws, so a
- * refusal that somehow holds for row after row turns health down instead of failing the queue a few rows a poll.
- */
+/** Refused rows one claim step sets aside with no claim between; then it throws (health down, not a failing queue). */
 const MAX_SET_ASIDE_PER_STEP = 5;
 
 /** Moves rows into `running` for this worker: expired leases first, then due pending rows. */
@@ -74,6 +72,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     private readonly limitedClaim: LimitedClaim,
     private readonly inDoubt: ClaimsInDoubt,
     deadline: ShutdownDeadline,
+    private readonly paused: PausedNames,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
     this.lastAttempts = new LastAttempts({ outcomes, retention, events, deadline, logger: this.logger });
@@ -96,7 +95,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       refused: this.refused,
       lockIds,
       leaseMs: options.leaseMs,
-      handledNames: () => this.registry.names(),
+      handledNames: () => this.registry.names().filter((name) => !this.paused.has(name)),
       limitsOf: (name) => this.limited.get(name),
       hasLimitedNames: () => this.limited.size > 0,
       byIdScope: (source, names) => this.byIdScope(source, names),
@@ -213,10 +212,9 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
-   * Up to `want` due jobs among `names` in one batch (`BatchClaim`: three commands), for a poll loop with that many
-   * free slots and a backlog, and of each name at most `roomOf(name)`. Expired leases still come first: when a search for them is due, it runs first, and an
-   * expired row it takes over is the step's one job. Null when a batch does not apply, and one `claimNext` is the step
-   * instead: a name with fleet-wide limits among them, a row refused lately, or others took every candidate first.
+   * Up to `want` due jobs among `names` in one batch (`BatchClaim`: three commands), of each name at most
+   * `roomOf(name)`. A due search for expired leases runs first, and a row it takes over is the step's one job. Null
+   * when a batch does not apply (a limited name among them, a row refused lately, every candidate taken by others).
    */
   async claimBatch(
     names: readonly string[],
@@ -301,14 +299,18 @@ export class JobClaimService implements OnApplicationBootstrap {
   }
 
   /**
-   * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those, and minus
-   * the names a claim skips until the next poll (limited names found full or empty, unlimited names found empty beside
-   * them). None left: the poll loop sends no claim and waits for its claims in flight, as when every name is at its
-   * concurrency; a claim of skipped names only would come back empty at once and end the burst while those claims may
-   * still free room. May be this service's own list: callers must not change it.
+   * The names a `claimNext(excludedNames)` may return a job of: every name the poll loop runs, minus those, the paused
+   * ones (`PausedNames`: pending rows and expired leases alike, a reclaim starts the job again), and the names a claim
+   * skips until the next poll (limited names found full or empty, unlimited names found empty beside them). None left:
+   * the poll loop sends no claim and waits for its claims in flight (a claim of skipped names only would come back
+   * empty at once and end the burst while those may still free room). May be this service's own list: do not change it.
    */
   claimableNames(excludedNames: readonly string[]): string[] {
-    const names = excludedNames.length === 0 ? this.runnable : this.runnable.filter((n) => !excludedNames.includes(n));
+    const { paused } = this;
+    const names =
+      excludedNames.length === 0 && paused.size === 0
+        ? this.runnable
+        : this.runnable.filter((n) => !excludedNames.includes(n) && !paused.has(n));
     if (this.limited.size === 0) return names;
     const at = Date.now();
     const unlimitedSkipped = this.skips.isSkipped(UNLIMITED, at);
@@ -318,8 +320,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   /**
    * For `runNow`: claims exactly this job when it is pending and due, or takes it over like a reclaim when it is
    * running with an expired lease (dead-lettering it if that lost attempt was its last). A row the server refuses to
-   * take as stored is set aside as `failed`. Only names with a handler in this process are taken; `runOnly` does not
-   * apply.
+   * take as stored is set aside as `failed`. Only names with a handler in this process and not paused (as last read
+   * here: `runNow` reads them first) are taken; `runOnly` does not apply.
    */
   claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
     return this.byId.claim(id);

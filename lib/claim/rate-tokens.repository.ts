@@ -5,6 +5,7 @@ import type { JobDocument } from '../model/job-document.js';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { duplicateKeyErrorsOnly } from '../persistence/duplicate-key.js';
+import { siblingCollection } from '../persistence/sibling-collection.js';
 
 /**
  * One start token of a rate-limited name: `max` of them per name, each used at most once per `perMs`, so no window
@@ -35,9 +36,7 @@ export class RateTokensRepository {
     @Inject(JOBS_MODEL) model: Model<JobDocument>,
     @Inject(JOBS_RESOLVED_OPTIONS) options: ResolvedJobsOptions,
   ) {
-    this.collection = model.db.collection(
-      `${options.collectionName}_rate_tokens`,
-    ) as unknown as mongo.Collection<RateTokenDocument>;
+    this.collection = siblingCollection<RateTokenDocument>(model, options, 'rate_tokens');
   }
 
   /**

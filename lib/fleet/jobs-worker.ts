@@ -17,6 +17,12 @@ export interface JobsWorker {
    * limits is listed while it is at its limit too.
    */
   names: string[];
+  /**
+   * Names of `names` it saw paused at `lastSeenAt` (`JobsService.pause`), sorted: it claims none of them. Absent for a
+   * worker of a version before pauses existed, which ignores them: during a rolling deploy, such a worker may still
+   * run a paused name.
+   */
+  paused?: string[];
   /** Jobs it was running at `lastSeenAt`. */
   running: number;
   /** Version of nestjs-mongo-jobs it runs. */

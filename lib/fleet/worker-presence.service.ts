@@ -7,6 +7,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { JobClaimService } from '../claim/job-claim.service.js';
+import { PausedNames } from '../claim/paused-names.js';
 import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
@@ -47,6 +48,7 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
     private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly deadline: ShutdownDeadline,
+    private readonly paused: PausedNames,
   ) {
     this.refreshMs = presenceRefreshMs(options.pollIntervalMs);
   }
@@ -121,6 +123,10 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
       concurrency: this.options.concurrency,
       // Every name run here, also a limited one its claims skip this poll (at its limit, or found empty).
       names: [...this.claims.runNames()].sort(),
+      paused: this.claims
+        .runNames()
+        .filter((name) => this.paused.has(name))
+        .sort(),
       running: this.worker.pollState().running,
       version: LIBRARY_VERSION,
       refreshIntervalMs: this.refreshMs,

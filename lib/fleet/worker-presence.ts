@@ -26,6 +26,7 @@ export function toJobsWorker(doc: WorkerPresenceDocument): JobsWorker {
     lastSeenAt: doc.lastSeenAt,
     concurrency: doc.concurrency,
     names: doc.names,
+    ...(Array.isArray(doc.paused) && { paused: doc.paused }),
     running: doc.running,
     version: doc.version,
   };

@@ -3,6 +3,7 @@ import type { Model, mongo } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
 import { JOBS_MODEL, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { siblingCollection } from '../persistence/sibling-collection.js';
 import type { WorkerPresence, WorkerPresenceDocument } from './worker-presence.js';
 
 /** Every query and update on the presence collection, `<collectionName>_workers`, next to the jobs collection. */
@@ -14,10 +15,7 @@ export class WorkersRepository {
     @Inject(JOBS_MODEL) model: Model<JobDocument>,
     @Inject(JOBS_RESOLVED_OPTIONS) options: ResolvedJobsOptions,
   ) {
-    // The jobs model's connection: the same database, and the same buffering until it is open.
-    this.collection = model.db.collection(
-      `${options.collectionName}_workers`,
-    ) as unknown as mongo.Collection<WorkerPresenceDocument>;
+    this.collection = siblingCollection<WorkerPresenceDocument>(model, options, 'workers');
   }
 
   /**

@@ -13,6 +13,11 @@ export interface JobsWorkerStatus {
   /** Message of the last claim/finalize error, if any. */
   lastError: string | null;
   database: 'up' | 'down';
+  /**
+   * Names paused fleet-wide as this process last read them (a worker reads them every poll interval), sorted: its poll
+   * loop claims none of them. A pause does not make the status `down`.
+   */
+  paused: string[];
   /** Why the status is `down`, if it is. */
   reason?: string;
 }

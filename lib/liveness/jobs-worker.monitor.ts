@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { PausedNames } from '../claim/paused-names.js';
 import { now } from '../model/clock.js';
 import { JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
@@ -20,6 +21,7 @@ export class JobsWorkerMonitor {
     private readonly reads: JobReadStore,
     @Inject(WORKER_STATE) private readonly worker: WorkerState,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+    private readonly paused: PausedNames,
   ) {}
 
   /** @throws InvalidOptionError for options that are not an object, an unknown key or a bad `timeoutMs`. */
@@ -35,6 +37,7 @@ export class JobsWorkerMonitor {
       lastPollAt: poll.lastPollAt,
       lastError: poll.lastError,
       database: databaseError === undefined ? 'up' : 'down',
+      paused: this.paused.names(),
     };
     const reason =
       databaseError === undefined ? this.pollProblem(poll) : `Database did not answer a ping: ${databaseError}`;

@@ -80,3 +80,9 @@ export const SHUTDOWN_SETTLE_MS = 1_000;
 
 /** After that, how long shutdown waits for the outcome writes of the handlers that settled. */
 export const SHUTDOWN_WRITE_MS = 2_000;
+
+/**
+ * Most names paused at once: every worker reads them all every poll interval, so the set stays small. `pause` of one
+ * more is refused (`InvalidOptionError`).
+ */
+export const MAX_PAUSED_NAMES = 1_000;

@@ -28,6 +28,8 @@ export interface JobNameMetrics {
    * a name whose buckets were not asked for (`names`) or not among the default choice.
    */
   buckets: JobMetricsBucket[] | null;
+  /** Whether the name is paused fleet-wide (`JobsService.pause`): its pending jobs wait for `resume`. */
+  paused: boolean;
 }
 
 /** What `JobsService.metrics` returns. */
@@ -40,6 +42,8 @@ export interface JobMetrics {
   names: JobNameMetrics[];
   /** Every job name's finished jobs per bucket, charted or not: the queue's throughput. Same buckets as `names`. */
   total: JobMetricsBucket[];
+  /** Every name paused fleet-wide, sorted, with rows or not. */
+  paused: string[];
 }
 
 /**
@@ -51,6 +55,7 @@ export async function collectJobMetrics(
   reads: JobReadStore,
   { windowMs, bucketMs, names, defaultNames }: ResolvedMetricsOptions,
   at: Date,
+  readPaused: () => Promise<readonly string[]>,
 ): Promise<JobMetrics> {
   const firstStart = bucketStart(at.getTime() - windowMs, bucketMs);
   const lastStart = bucketStart(at.getTime(), bucketMs);
@@ -65,18 +70,19 @@ export async function collectJobMetrics(
   };
   const perName = (charted: readonly string[]) =>
     charted.length === 0 ? [] : reads.finishedPerBucket(SERIES_STATUSES, from, until, bucketMs, charted);
-  const [counts, oldest, totals, asked] = await Promise.all([
+  const [counts, oldest, totals, asked, paused] = await Promise.all([
     reads.countByNameAndStatus(),
     reads.oldestDuePending(at),
     reads.finishedTotalPerBucket(SERIES_STATUSES, from, until, bucketMs),
     names && perName(names),
+    readPaused(),
   ]);
   const byName = new Map<string, JobNameMetrics>();
   const entry = (name: string): JobNameMetrics => {
     let metrics = byName.get(name);
     if (!metrics) {
       const zero = Object.fromEntries(JOB_STATUSES.map((status) => [status, 0])) as Record<JobStatus, number>;
-      metrics = { name, counts: zero, oldestPendingAgeMs: null, buckets: null };
+      metrics = { name, counts: zero, oldestPendingAgeMs: null, buckets: null, paused: false };
       byName.set(name, metrics);
     }
     return metrics;
@@ -104,7 +110,8 @@ export async function collectJobMetrics(
     if (bucket && isSeriesStatus(_id.status)) bucket[_id.status] = count;
   }
   const sorted = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
-  return { at, windowMs, bucketMs, names: sorted, total };
+  for (const metrics of sorted) metrics.paused = paused.includes(metrics.name);
+  return { at, windowMs, bucketMs, names: sorted, total, paused: [...paused] };
 }
 
 function bucketStart(ms: number, bucketMs: number): number {

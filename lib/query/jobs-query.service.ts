@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { PausedNames } from '../claim/paused-names.js';
 import { now } from '../model/clock.js';
 import { JOB_STATUSES, type JobRecord, type JobStatus } from '../model/job-record.js';
 import { requireJobId } from '../model/require-job-id.js';
@@ -15,7 +16,10 @@ import { type JobMetricsOptions, resolveMetricsOptions } from './job-metrics-opt
  */
 @Injectable()
 export class JobsQuery {
-  constructor(private readonly reads: JobReadStore) {}
+  constructor(
+    private readonly reads: JobReadStore,
+    private readonly paused: PausedNames,
+  ) {}
 
   /** @throws InvalidJobIdError */
   async findById<TPayload = unknown>(id: string): Promise<JobRecord<TPayload> | null> {
@@ -45,6 +49,7 @@ export class JobsQuery {
 
   /** @throws InvalidOptionError */
   async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
-    return collectJobMetrics(this.reads, resolveMetricsOptions(options), now());
+    const readPaused = async () => (await this.paused.read()).map(({ name }) => name);
+    return collectJobMetrics(this.reads, resolveMetricsOptions(options), now(), readPaused);
   }
 }

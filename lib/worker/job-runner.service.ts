@@ -6,6 +6,7 @@ import {
   type OnApplicationBootstrap,
 } from '@nestjs/common';
 import { JobClaimService } from '../claim/job-claim.service.js';
+import { PausedNames } from '../claim/paused-names.js';
 import { whyNotRunnable } from '../claim/runnable-row.js';
 import { WorkArrived } from '../enqueue/work-arrived.js';
 import { JobExecution } from '../execution/job-execution.js';
@@ -74,11 +75,16 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
     private readonly deadline: ShutdownDeadline,
     workArrived: WorkArrived,
+    private readonly paused: PausedNames,
   ) {
     // Jobs stored or revived in this process: an idle loop polls at once instead of waiting out its interval.
     workArrived.arrivals$.subscribe(() => {
       this.claims.jobsArrived();
       this.wakeup.wake();
+    });
+    // A name resumed (here, or seen resumed elsewhere): its due jobs are claimable at once.
+    paused.changes$.subscribe((change) => {
+      if (change.type === 'resumed') this.wakeup.wake();
     });
   }
 
@@ -86,6 +92,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     if (this.options.worker && !this.loop) {
       this.logger.log(`Worker ${this.options.workerId} started (concurrency ${this.options.concurrency})`);
       this.record.loopStarted();
+      this.paused.startWatching();
       this.loop = this.pollLoop();
     }
   }
@@ -263,6 +270,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private async pollOnce(): Promise<void> {
+    // A worker booting during a pause must honour it: no claim before one read (a failed one throws: logged, retried).
+    if (!this.paused.known) await this.paused.read();
     if (this.running.size + this.reservedSlots >= this.options.concurrency) {
       this.record.polled(); // all slots busy is "on schedule" too
       await this.wakeup.sleep(this.options.pollIntervalMs);
@@ -344,11 +353,9 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   /**
-   * Hands a claim this process will not start back to `pending`. False: the row is no longer under this claim's lock:
-   * its lease ran out (the claim's answer came late) and another worker reclaimed it, charging a `LeaseExpired`
-   * attempt. That is a lease lost like any other, so it is recorded as one (`stale`, no handler call), as when a late
-   * claim's lease is found lost at its start (the long checker's seed 556: a claim answered 150 ms before its lease
-   * ended, in a worker shutting down behind a black hole). Undefined: no answer in time.
+   * Hands a claim this process will not start back to `pending`. False: its lease ran out (a late answer) and another
+   * worker reclaimed it with a `LeaseExpired` attempt: a lease lost like any other, recorded as one (`stale`, no
+   * handler call; the long checker's seed 556). Undefined: no answer in time.
    */
   private async releaseUnstarted(claim: ClaimedJob, jobId: string): Promise<boolean | undefined> {
     const released = await this.finalizer.releaseUnstarted(claim);

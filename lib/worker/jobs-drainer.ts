@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { filter } from 'rxjs';
 import { JobClaimService } from '../claim/job-claim.service.js';
+import { PausedNames } from '../claim/paused-names.js';
 import { type DrainLeftover, DrainTimeoutError } from '../model/errors/drain-timeout.error.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import type { JobEventType } from '../model/events/job-event.js';
@@ -38,6 +39,7 @@ export class JobsDrainer {
     private readonly events: JobEvents,
     private readonly claims: JobClaimService,
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
+    private readonly paused: PausedNames,
   ) {}
 
   /** See `JobsService.drain`. */
@@ -88,7 +90,8 @@ export class JobsDrainer {
         emptyReads = 0;
         const remaining = deadline - Date.now();
         if (read === TIMED_OUT || remaining <= 0) {
-          throw new DrainTimeoutError(left, timeoutMs, readError === undefined ? undefined : { cause: readError });
+          const cause = readError === undefined ? undefined : { cause: readError };
+          throw new DrainTimeoutError(await this.markPaused(left), timeoutMs, cause);
         }
         await wakeup.sleep(Math.min(pollMs, remaining));
       }
@@ -111,6 +114,16 @@ export class JobsDrainer {
       );
     }
     return [...names];
+  }
+
+  /**
+   * Marks the leftovers of paused names (read now; as last read here when that read fails): nothing claims them until
+   * `resume`, which is likely why the drain waited in vain.
+   */
+  private async markPaused(left: DrainLeftover[]): Promise<DrainLeftover[]> {
+    if (left.length === 0) return left;
+    await this.paused.read().catch(() => undefined);
+    return left.map((leftover) => (this.paused.has(leftover.name) ? { ...leftover, paused: true } : leftover));
   }
 
   private async readLeft(names: readonly string[], before: Date): Promise<DrainLeftover[]> {

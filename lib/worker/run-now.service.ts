@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import { type ClaimByIdResult, JobClaimService } from '../claim/job-claim.service.js';
+import { PausedNames } from '../claim/paused-names.js';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import { now } from '../model/clock.js';
 import type { JobDocument } from '../model/job-document.js';
@@ -25,11 +26,14 @@ export class RunNow {
     private readonly claims: JobClaimService,
     private readonly registry: JobHandlerRegistry,
     private readonly runner: JobRunner,
+    private readonly paused: PausedNames,
   ) {}
 
   async run(id: string): Promise<RunNowOutcome> {
     const jobId = parseJobId(id);
     if (!jobId) return { kind: 'not_found' };
+    // The fleet's pauses as of now (not as this process last read them): a paused name is not run, even by runNow.
+    await this.paused.read();
     // A slot of `concurrency` is held before the claim: a busy process claims nothing (the row is untouched), and no
     // claim of the poll loop takes the slot meanwhile.
     const reservation = this.runner.reserveSlot();
@@ -75,7 +79,9 @@ export class RunNow {
   private takeableNow(doc: JobDocument): boolean {
     const at = now();
     return (
-      this.registry.get(doc.name) !== undefined && (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
+      this.registry.get(doc.name) !== undefined &&
+      !this.paused.has(doc.name) &&
+      (isInSource(doc, 'pending', at) || isInSource(doc, 'running', at))
     );
   }
 
@@ -94,6 +100,7 @@ export class RunNow {
   private conflictReason(doc: JobDocument): RunNowConflictReason {
     if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';
     if (!this.registry.get(doc.name)) return 'no_handler';
+    if (this.paused.has(doc.name)) return 'paused';
     return doc.status === 'running' ? 'locked' : 'not_due';
   }
 }

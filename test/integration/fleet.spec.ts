@@ -55,6 +55,7 @@ describe('fleet view: JobsService.workers()', () => {
       lastSeenAt: expect.any(Date),
       concurrency: 5,
       names: ['mail.bounce', 'mail.send', 'report.build'],
+      paused: [],
       running: 0,
       version: LIBRARY_VERSION,
     });

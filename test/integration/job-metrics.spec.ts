@@ -70,6 +70,7 @@ describe('JobsService.metrics', () => {
           name: 'm.a',
           counts: { ...EMPTY_COUNTS, pending: 3, running: 1, completed: 4, dead: 1, failed: 1 },
           oldestPendingAgeMs: 30_000,
+          paused: false,
           buckets: starts.map((start, i) => ({
             ...zero(start),
             completed: [0, 5, 6].includes(i) ? 1 : 0,
@@ -81,9 +82,11 @@ describe('JobsService.metrics', () => {
           name: 'm.b',
           counts: { ...EMPTY_COUNTS, pending: 1, cancelled: 1 },
           oldestPendingAgeMs: null,
+          paused: false,
           buckets: starts.map(zero),
         },
       ],
+      paused: [],
       // Both names together (m.b finished nothing in the series: cancelled is not charted).
       total: starts.map((start, i) => ({
         ...zero(start),

@@ -91,6 +91,8 @@ const PUBLIC_EXPORTS: Record<string, string[]> = {
     'type JobsWorker',
     'type JobsWorkerStatus',
     'type ListJobsOptions',
+    'type NamePauseEvent',
+    'type PausedName',
     'type PurgeOptions',
     'type RetentionOptions',
     'type RunNowConflictReason',

@@ -13,6 +13,8 @@ export interface DrainLeftover {
    * lost the database) and only a process that runs this name reclaims them. Absent when none.
    */
   expiredLeases?: number;
+  /** Its name was paused fleet-wide when the drain gave up (`JobsService.pause`): nothing claims it until `resume`. */
+  paused?: true;
 }
 
 /**
@@ -39,9 +41,10 @@ export class DrainTimeoutError extends WaitTimeoutError {
   }
 }
 
-function describe({ name, status, count, jobId, expiredLeases }: DrainLeftover): string {
+function describe({ name, status, count, jobId, expiredLeases, paused }: DrainLeftover): string {
   const orphans = expiredLeases
     ? `, ${expiredLeases} of them with a lease run out, waiting for a worker that runs ${JSON.stringify(name)} to reclaim`
     : '';
-  return `${count} ${status} ${JSON.stringify(name)} (e.g. ${jobId}${orphans})`;
+  const waiting = paused ? `, paused: nothing claims them until resume(${JSON.stringify(name)})` : '';
+  return `${count} ${status} ${JSON.stringify(name)} (e.g. ${jobId}${orphans}${waiting})`;
 }

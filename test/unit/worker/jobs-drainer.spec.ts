@@ -1,10 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import type { JobClaimService } from '../../../lib/claim/job-claim.service';
+import type { PausedNames } from '../../../lib/claim/paused-names';
 import { DrainTimeoutError } from '../../../lib/model/errors/drain-timeout.error';
 import { JobEvents } from '../../../lib/model/events/job-events';
 import type { ResolvedJobsOptions } from '../../../lib/model/jobs.options';
 import type { JobReadStore } from '../../../lib/persistence/job-read.store';
 import { JobsDrainer } from '../../../lib/worker/jobs-drainer';
+
+/** No name paused: these tests are about the reads. */
+const noPauses = { read: async () => [], has: () => false } as unknown as PausedNames;
 
 type Group = Awaited<ReturnType<JobReadStore['countUnfinished']>>[number];
 
@@ -18,7 +22,7 @@ function drainerReading(answers: Group[][]): { drainer: JobsDrainer; reads: () =
   } as unknown as JobReadStore;
   const claims = { runNames: () => ['a'] } as unknown as JobClaimService;
   const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
-  return { drainer: new JobsDrainer(repository, new JobEvents(), claims, options), reads: () => count };
+  return { drainer: new JobsDrainer(repository, new JobEvents(), claims, options, noPauses), reads: () => count };
 }
 
 describe('JobsDrainer reads', () => {
@@ -41,7 +45,7 @@ describe('JobsDrainer reads', () => {
     const repository = { countUnfinished: async () => Promise.reject(outage) } as unknown as JobReadStore;
     const claims = { runNames: () => ['a'] } as unknown as JobClaimService;
     const options = { worker: true, pollIntervalMs: 10 } as ResolvedJobsOptions;
-    const drainer = new JobsDrainer(repository, new JobEvents(), claims, options);
+    const drainer = new JobsDrainer(repository, new JobEvents(), claims, options, noPauses);
     const error = (await drainer.drain({ timeoutMs: 30 }).catch((e: unknown) => e)) as DrainTimeoutError;
     expect(error).toBeInstanceOf(DrainTimeoutError);
     expect(error.left).toEqual([]);
