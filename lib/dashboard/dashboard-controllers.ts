@@ -125,6 +125,24 @@ export function createDashboardControllers(options: ResolvedDashboardOptions): T
       return { deleted, more: deleted === limit };
     }
 
+    /** Pauses a name fleet-wide (`JobsService.pause`); body `{ "name": "…" }`. */
+    @Post('pause')
+    @HttpCode(HttpStatus.OK)
+    async pause(@Body() body: unknown): Promise<{ name: string; paused: true }> {
+      const { name } = jsonObject(body);
+      await this.jobs.pause(name as string);
+      return { name: name as string, paused: true };
+    }
+
+    /** Resumes a paused name (`JobsService.resume`); body `{ "name": "…" }`; `wasPaused` as `resume` answers. */
+    @Post('resume')
+    @HttpCode(HttpStatus.OK)
+    async resume(@Body() body: unknown): Promise<{ name: string; paused: false; wasPaused: boolean }> {
+      const { name } = jsonObject(body);
+      const wasPaused = await this.jobs.resume(name as string);
+      return { name: name as string, paused: false, wasPaused };
+    }
+
     /** 200 with the row when the job is in the action's target status afterwards; 409 with the row otherwise. */
     private async change(id: string, action: keyof typeof TARGET_STATUS): Promise<DashboardJobRecord> {
       let job: JobRecord;

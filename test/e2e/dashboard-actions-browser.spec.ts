@@ -23,6 +23,9 @@ const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS;
 class Handlers {
   @JobHandler('act.noop')
   noop(): void {}
+
+  @JobHandler('act.control')
+  control(): void {}
 }
 
 /** A dead row on its last attempt unless `fields` say otherwise; its names have no handler here. */
@@ -209,6 +212,40 @@ describe('dashboard actions, in a real headless Chromium', () => {
     expect(await collection().countDocuments({ name: 'act.kept' })).toBe(1);
   });
 
+  it('pauses a name after a confirmation and resumes it: its jobs wait, then run', async () => {
+    await jobs.enqueue('act.noop', {});
+    await openPage();
+    const pause = page.locator('#counts [data-key="act.noop/pause"]');
+    await pause.waitFor();
+    const dialog = answerNextDialog(true);
+    await pause.click();
+    expect(await dialog).toMatch(/^Pause "act\.noop" on every worker\?/);
+    const resume = page.locator('#counts [data-key="act.noop/resume"]');
+    await resume.waitFor();
+    expect(await jobs.pausedNames()).toEqual([{ name: 'act.noop', pausedAt: expect.any(Date) }]);
+    const row = page.locator('#counts tr', { has: page.locator('[data-key="act.noop/resume"]') });
+    expect(await row.locator('.status-paused').textContent()).toBe('paused');
+    // Enqueued while paused: it waits (the control job of another name runs meanwhile, so the worker is polling).
+    const waiting = await jobs.enqueue('act.noop', {});
+    const control = await jobs.enqueue('act.control', {});
+    await waitFor(async () => (await jobs.findById(control.id))?.status === 'completed', 'the control job');
+    expect(await jobs.findById(waiting.id)).toMatchObject({ status: 'pending' });
+    await resume.click(); // no confirmation: resuming lets work go on
+    await pause.waitFor();
+    expect(await jobs.pausedNames()).toEqual([]);
+    await waitFor(async () => (await jobs.findById(waiting.id))?.status === 'completed', 'the resumed job');
+  });
+
+  it('lists a paused name with no jobs, so that it can be resumed', async () => {
+    await jobs.pause('act.nothing-yet');
+    await openPage();
+    const resume = page.locator('#counts [data-key="act.nothing-yet/resume"]');
+    await resume.waitFor();
+    await resume.click();
+    await waitFor(async () => (await jobs.pausedNames()).length === 0, 'the resume');
+    await waitFor(async () => (await resume.count()) === 0, 'the row to go');
+  });
+
   it('offers no action under readOnly: no bulk forms, no Run now', async () => {
     const readOnly = await startApp('dashboard-actions-browser-ro', true);
     try {
@@ -218,6 +255,9 @@ describe('dashboard actions, in a real headless Chromium', () => {
       await roPage.locator('#panel-fields dt').first().waitFor();
       expect(await roPage.locator('#bulk').isHidden()).toBe(true);
       expect(await roPage.locator('#promote').isHidden()).toBe(true);
+      // The pause state shows, without a button.
+      await roPage.locator('#counts .status-claimed').first().waitFor();
+      expect(await roPage.locator('#counts button[data-key$="/pause"]').count()).toBe(0);
       await roPage.close();
     } finally {
       await readOnly.app.close();

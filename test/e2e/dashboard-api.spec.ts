@@ -115,6 +115,8 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
       ['GET', '/jobs/api/workers'],
       ['POST', `/jobs/api/jobs/${id}/cancel`],
       ['POST', '/jobs/api/purge'],
+      ['POST', '/jobs/api/pause'],
+      ['POST', '/jobs/api/resume'],
     ] as const) {
       const headers = method === 'POST' ? { ...MUTATION, authorization: undefined } : {};
       delete (headers as Record<string, unknown>).authorization;
@@ -143,6 +145,30 @@ describe('Dashboard JSON API (guarded, payloads hidden)', () => {
         .status,
     ).toBe(403);
     expect((await jobs.findById(id))?.status).toBe('pending');
+  });
+
+  it('pauses and resumes a name (JSON body, header checked), and refuses a bad name with 400, writing nothing', async () => {
+    const noHeader = { ...AUTH, 'content-type': 'application/json' };
+    expect((await request('POST', '/jobs/api/pause', { headers: noHeader, body: { name: 'p.api' } })).status).toBe(403);
+    expect(await jobs.pausedNames()).toEqual([]);
+    expect(await request('POST', '/jobs/api/pause', { body: { name: 'p.api' } })).toMatchObject({
+      status: 200,
+      body: { name: 'p.api', paused: true },
+    });
+    expect((await jobs.pausedNames()).map((p) => p.name)).toEqual(['p.api']);
+    const metrics = await request('GET', '/jobs/api/metrics');
+    expect(metrics.body.paused).toEqual(['p.api']);
+    for (const body of [{}, { name: '' }, { name: 42 }, { name: 'x'.repeat(201) }, []]) {
+      expect([body, (await request('POST', '/jobs/api/pause', { body })).status]).toEqual([body, 400]);
+    }
+    expect(await request('POST', '/jobs/api/resume', { body: { name: 'p.api' } })).toMatchObject({
+      status: 200,
+      body: { name: 'p.api', paused: false, wasPaused: true },
+    });
+    expect(await request('POST', '/jobs/api/resume', { body: { name: 'p.api' } })).toMatchObject({
+      body: { wasPaused: false },
+    });
+    expect(await jobs.pausedNames()).toEqual([]);
   });
 
   it('lists with filters from the query string and pages 500 jobs by cursor with no duplicate or missing row', async () => {
@@ -526,7 +552,16 @@ describe('Dashboard JSON API (anonymous, read-only, payloads shown, custom path)
   it('does not mount mutations: 404, and the job is unchanged', async () => {
     const jobs = app.get(JobsService);
     const id = (await jobs.enqueue('ro', {}, { strict: false })).id;
-    for (const path of [`jobs/${id}/cancel`, `jobs/${id}/retry`, `jobs/${id}/promote`, 'jobs/retry', 'purge']) {
+    const paths = [
+      `jobs/${id}/cancel`,
+      `jobs/${id}/retry`,
+      `jobs/${id}/promote`,
+      'jobs/retry',
+      'purge',
+      'pause',
+      'resume',
+    ];
+    for (const path of paths) {
       expect([
         path,
         (await request('POST', `/admin/queue/api/${path}`, { body: { name: 'ro', status: 'dead' } })).status,

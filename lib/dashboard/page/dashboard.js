@@ -109,8 +109,14 @@ function renderCounts(metrics) {
   const head = el('tr', {}, el('th', { scope: 'col' }, 'Name'));
   for (const status of STATUSES) head.append(el('th', { scope: 'col', class: 'num' }, status));
   head.append(el('th', { scope: 'col', class: 'num' }, 'Oldest waiting'));
+  head.append(el('th', { scope: 'col' }, 'Claimed'));
   $('counts').tHead.replaceChildren(head);
-  const rows = metrics.names.map((entry) => {
+  // A paused name with no row is listed too: it can be resumed from here.
+  const counted = new Set(metrics.names.map((entry) => entry.name));
+  const pausedOnly = (metrics.paused ?? [])
+    .filter((name) => !counted.has(name))
+    .map((name) => ({ name, counts: {}, oldestPendingAgeMs: null, paused: true }));
+  const rows = [...metrics.names, ...pausedOnly].map((entry) => {
     const row = el('tr', {}, el('th', { scope: 'row' }, clip(entry.name)));
     for (const status of STATUSES) {
       const count = entry.counts[status];
@@ -121,10 +127,47 @@ function renderCounts(metrics) {
       row.append(el('td', { class: 'num' }, cell));
     }
     row.append(el('td', { class: 'num' }, formatAge(entry.oldestPendingAgeMs)));
+    row.append(el('td', {}, ...pauseControl(entry)));
     return row;
   });
-  if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: STATUSES.length + 2 }, 'No jobs yet.')));
+  if (rows.length === 0) rows.push(el('tr', {}, el('td', { colspan: STATUSES.length + 3 }, 'No jobs yet.')));
   replaceChildrenKeepingFocus($('counts').tBodies[0], rows);
+}
+
+/** Whether workers claim the name (`paused`: nobody does), and unless readOnly the button that changes it. */
+function pauseControl(entry) {
+  const badge = entry.paused
+    ? el('span', { class: 'status status-paused' }, 'paused')
+    : el('span', { class: 'status status-claimed' }, 'yes');
+  if (readOnly) return [badge];
+  const action = entry.paused ? 'resume' : 'pause';
+  const label = entry.paused ? 'Resume' : 'Pause';
+  const button = el(
+    'button',
+    {
+      'data-key': `${entry.name}/${action}`,
+      title: `${label} ${entry.name}`,
+      onclick: () => setPaused(entry.name, action),
+    },
+    label,
+  );
+  return [badge, ' ', button];
+}
+
+/** Pauses (after a confirmation) or resumes a name fleet-wide, then shows the counts again. */
+async function setPaused(name, action) {
+  const question =
+    `Pause "${name}" on every worker? Running jobs finish; no job of it starts (nor is reclaimed) until it is ` +
+    'resumed; enqueues still store jobs.';
+  if (action === 'pause' && !confirm(question)) return;
+  try {
+    await api('POST', action, { name });
+    $('updated').textContent = action === 'pause' ? `Paused ${name}.` : `Resumed ${name}.`;
+  } catch (error) {
+    $('updated').textContent = `${action === 'pause' ? 'Pausing' : 'Resuming'} ${name} failed: ${error.message}`;
+    return;
+  }
+  await api('GET', 'metrics').then(renderMetrics, () => undefined);
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
