@@ -19,8 +19,8 @@ export interface JobsWorker {
   names: string[];
   /**
    * Names of `names` it saw paused at `lastSeenAt` (`JobsService.pause`), sorted: it claims none of them. Absent for a
-   * worker of a version before pauses existed, which ignores them: during a rolling deploy, such a worker may still
-   * run a paused name.
+   * worker of a version before pauses existed, which ignores them (during a rolling deploy, such a worker may still
+   * run a paused name), and for a worker that has not read the pauses yet (it claims nothing until it has).
    */
   paused?: string[];
   /** Jobs it was running at `lastSeenAt`. */

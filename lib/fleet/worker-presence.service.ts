@@ -123,10 +123,13 @@ export class WorkerPresenceService implements OnApplicationBootstrap, BeforeAppl
       concurrency: this.options.concurrency,
       // Every name run here, also a limited one its claims skip this poll (at its limit, or found empty).
       names: [...this.claims.runNames()].sort(),
-      paused: this.claims
-        .runNames()
-        .filter((name) => this.paused.has(name))
-        .sort(),
+      // Absent until this worker read the pauses once: an empty list would say it honours them and none is paused.
+      ...(this.paused.known && {
+        paused: this.claims
+          .runNames()
+          .filter((name) => this.paused.has(name))
+          .sort(),
+      }),
       running: this.worker.pollState().running,
       version: LIBRARY_VERSION,
       refreshIntervalMs: this.refreshMs,

@@ -34,14 +34,17 @@ export class PausedNamesStore {
     return (await this.collection.deleteOne({ _id: name })).deletedCount === 1;
   }
 
-  /** Every paused name, by name (`limit`: at most that many, to bound a read of a collection someone filled). */
+  /**
+   * Every paused name, by name (`limit`: at most that many, to bound a read of a collection someone filled), from the
+   * primary: a pause just made must be seen, whatever the application's read preference.
+   */
   findAll(limit: number): Promise<PausedNameDocument[]> {
-    return this.collection.find({}, { sort: { _id: 1 }, limit }).toArray();
+    return this.collection.find({}, { sort: { _id: 1 }, limit, readPreference: 'primary' }).toArray();
   }
 
-  /** How many names are paused (a cap on pausing more). */
+  /** How many names are paused (a cap on pausing more), from the primary. */
   count(): Promise<number> {
-    return this.collection.countDocuments({});
+    return this.collection.countDocuments({}, { readPreference: 'primary' });
   }
 
   /** Whether `name` is paused now, read from the primary (a pause just made elsewhere must be seen). */

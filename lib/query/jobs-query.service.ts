@@ -49,7 +49,12 @@ export class JobsQuery {
 
   /** @throws InvalidOptionError */
   async metrics(options: JobMetricsOptions): Promise<JobMetrics> {
-    const readPaused = async () => (await this.paused.read()).map(({ name }) => name);
+    // The paused names as of now; as last read here if that read fails (the counts matter more than the flag).
+    const readPaused = () =>
+      this.paused.read().then(
+        (paused) => paused.map(({ name }) => name),
+        () => this.paused.names(),
+      );
     return collectJobMetrics(this.reads, resolveMetricsOptions(options), now(), readPaused);
   }
 }

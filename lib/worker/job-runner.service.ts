@@ -84,7 +84,9 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     });
     // A name resumed (here, or seen resumed elsewhere): its due jobs are claimable at once.
     paused.changes$.subscribe((change) => {
-      if (change.type === 'resumed') this.wakeup.wake();
+      if (change.type !== 'resumed') return;
+      this.claims.jobsArrived(); // names found empty while it was paused are worth a claim again
+      this.wakeup.wake();
     });
   }
 
@@ -163,6 +165,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     const handler = this.registry.get(name);
     if (!handler) return `no handler for "${name}" in this process`;
     if (this.stopping) return 'the worker is shutting down';
+    // A claim sent (or in doubt) before this process learnt of a pause: handed back, the job waits for `resume`.
+    if (this.paused.has(name)) return `"${name}" is paused`;
     // A poll-loop claim that landed after runNow calls took the free slots (or a runNow that reserved none).
     if (this.running.size + this.reservedSlots >= this.options.concurrency) {
       return `this process is at its concurrency (${this.options.concurrency})`;

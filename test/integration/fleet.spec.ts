@@ -44,7 +44,9 @@ describe('fleet view: JobsService.workers()', () => {
     await start(dbName, { workerId: 'w-b', concurrency: 3, runOnly: ['mail.send'] });
     await start(dbName, { workerId: 'w-a', concurrency: 5 }, [MailHandlers, ReportHandlers]);
     const producer = await start(dbName, { workerId: 'producer', worker: false });
-    await waitFor(async () => (await producer.jobs.workers()).length === 2, 'two workers listed');
+    // Both listed, each with a refresh written after it read the pauses (before that, `paused` is absent).
+    const listed = async () => (await producer.jobs.workers()).filter((w) => w.paused !== undefined).length === 2;
+    await waitFor(listed, 'two workers listed');
     const workers = await producer.jobs.workers();
     expect(workers.map((w) => w.workerId)).toEqual(['w-a', 'w-b']);
     expect(workers[0]).toEqual({

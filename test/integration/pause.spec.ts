@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type Provider } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { Types } from 'mongoose';
 import {
   DrainTimeoutError,
@@ -30,11 +31,26 @@ class PauseHandlers {
     calls.push(ctx.jobId);
   }
 
+  /** A name with a fleet-wide limit: claimed on its own path (slots), and by runNow through it too. */
+  @JobHandler('limited', { globalConcurrency: 1 })
+  async limited(_payload: unknown, ctx: JobExecutionContext) {
+    calls.push(ctx.jobId);
+  }
+
   /** Holds until the test releases it. */
   @JobHandler('held')
   async held(_payload: unknown, ctx: JobExecutionContext) {
     calls.push(ctx.jobId);
     await release.promise;
+  }
+}
+
+/** A cron name: its ticks keep being enqueued while it is paused. */
+@Injectable()
+class TickHandlers {
+  @JobHandler('tick', { cron: '* * * * * *' })
+  async tick(_payload: unknown, ctx: JobExecutionContext) {
+    calls.push(ctx.jobId);
   }
 }
 
@@ -47,11 +63,13 @@ describe('pause and resume a name, fleet-wide', () => {
     release = deferred();
   });
 
-  const start = async (dbName: string, options = {}) => {
+  const start = async (dbName: string, options = {}, providers: Provider[] = [PauseHandlers]) => {
+    const imports = providers.includes(TickHandlers) ? [ScheduleModule.forRoot()] : [];
     const app = await createJobsTestApp({
       dbName,
       options: { pollIntervalMs: POLL_MS, ...options },
-      providers: [PauseHandlers],
+      providers,
+      imports,
     });
     apps.push(app);
     return app;
@@ -170,6 +188,85 @@ describe('pause and resume a name, fleet-wide', () => {
     const worker = await start(dbName);
     await controlRan(worker);
     expect(await producer.jobs.findById(job.id)).toMatchObject({ status: 'pending' });
+  });
+
+  it('hands back a claim that was in flight when the pause was made: the handler never starts', async () => {
+    const app = await start(uniqueDatabaseName('pause_in_flight'));
+    // The next pending claim's answer is held until the pause has returned.
+    const answered = deferred();
+    const heldClaim = deferred();
+    const take = app.stores.claim.take.bind(app.stores.claim);
+    app.stores.claim.take = async (source, ...args) => {
+      const taken = await take(source, ...args);
+      if (source === 'pending' && taken) {
+        heldClaim.resolve();
+        await answered.promise;
+      }
+      return taken;
+    };
+    const job = await app.jobs.enqueue('mail', {});
+    await heldClaim.promise; // the row is running under this worker's claim
+    await app.jobs.pause('mail');
+    answered.resolve();
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'pending', 'the claim handed back');
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending', attemptCount: 0 });
+    expect(calls).not.toContain(job.id);
+    await app.jobs.resume('mail');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the resumed job');
+  });
+
+  it('claims none of 5 paused jobs beside 20 due ones, in batches (concurrency 8)', async () => {
+    const app = await start(uniqueDatabaseName('pause_batch'), { concurrency: 8 });
+    await app.jobs.pause('mail');
+    const paused = await app.jobs.enqueueMany(Array.from({ length: 5 }, () => ({ name: 'mail', payload: {} })));
+    const due = await app.jobs.enqueueMany(Array.from({ length: 20 }, () => ({ name: 'control', payload: {} })));
+    for (const job of due) {
+      await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the due jobs');
+    }
+    for (const job of paused) expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending' });
+    expect(calls.filter((id) => paused.some((job) => job.id === id))).toEqual([]);
+  });
+
+  it('a paused name with a fleet-wide limit is claimed by neither the poll loop nor runNow', async () => {
+    const app = await start(uniqueDatabaseName('pause_limited'));
+    await app.jobs.pause('limited');
+    const job = await app.jobs.enqueue('limited', {});
+    await controlRan(app);
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending' });
+    expect(await app.jobs.runNow(job.id)).toMatchObject({ kind: 'conflict', reason: 'paused' });
+    await app.jobs.resume('limited');
+    await waitFor(async () => (await app.jobs.findById(job.id))?.status === 'completed', 'the resumed job');
+  });
+
+  it('runNow does not take over an expired lease of a paused name', async () => {
+    const app = await start(uniqueDatabaseName('pause_runnow_expired'), { worker: false });
+    await app.jobs.pause('mail');
+    const job = await app.jobs.enqueue('mail', {});
+    const expired = {
+      status: 'running',
+      lockedBy: 'dead#1',
+      lockedUntil: new Date(Date.now() - 60_000),
+      fencingToken: 1,
+    };
+    await app.connection.collection('jobs').updateOne({ _id: new Types.ObjectId(job.id) }, { $set: expired });
+    expect(await app.jobs.runNow(job.id)).toMatchObject({ kind: 'conflict', reason: 'paused' });
+    expect(await app.jobs.findById(job.id)).toMatchObject({ ...expired, attemptCount: 0 });
+  });
+
+  it('still enqueues the ticks of a paused cron name; they wait, and run after resume', async () => {
+    const app = await start(uniqueDatabaseName('pause_cron'), {}, [PauseHandlers, TickHandlers]);
+    await app.jobs.pause('tick');
+    const pausedAt = Date.now();
+    const rows = app.connection.collection('jobs');
+    const tickAfterPause = { name: 'tick', createdAt: { $gt: new Date(pausedAt) } };
+    await waitFor(async () => (await rows.countDocuments(tickAfterPause)) >= 2, 'two ticks enqueued while paused');
+    await controlRan(app);
+    const ticks = await rows.find(tickAfterPause).toArray();
+    expect(ticks.map((tick) => tick.status)).toEqual(ticks.map(() => 'pending'));
+    expect(calls.filter((id) => ticks.some((tick) => String(tick._id) === id))).toEqual([]);
+    await app.jobs.resume('tick');
+    const first = String(ticks[0]._id);
+    await waitFor(async () => (await app.jobs.findById(first))?.status === 'completed', 'a tick to run after resume');
   });
 
   it('drain names the paused names it waited on', async () => {
