@@ -16,6 +16,7 @@ import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
+import { errorInfo } from '../model/error-info.js';
 import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import { type JobEventSubject, JobEvents } from '../model/events/job-events.js';
@@ -77,17 +78,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     workArrived: WorkArrived,
     private readonly paused: PausedNames,
   ) {
-    // Jobs stored or revived in this process: an idle loop polls at once instead of waiting out its interval.
-    workArrived.arrivals$.subscribe(() => {
+    // Jobs stored or revived here, or a name resumed: an idle loop polls at once, names found empty are asked again.
+    const workMayBeDue = () => {
       this.claims.jobsArrived();
       this.wakeup.wake();
-    });
-    // A name resumed (here, or seen resumed elsewhere): its due jobs are claimable at once.
-    paused.changes$.subscribe((change) => {
-      if (change.type !== 'resumed') return;
-      this.claims.jobsArrived(); // names found empty while it was paused are worth a claim again
-      this.wakeup.wake();
-    });
+    };
+    workArrived.arrivals$.subscribe(workMayBeDue);
+    paused.changes$.subscribe((change) => change.type === 'resumed' && workMayBeDue());
   }
 
   onApplicationBootstrap(): void {
@@ -156,7 +153,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       else await this.releaseUnstarted(claim, jobId);
       return { kind: 'not_started', reason: handler };
     } catch (error) {
-      return this.setAside(claim, jobId, `starting it failed: ${messageOf(error)}`);
+      return this.setAside(claim, jobId, `starting it failed: ${errorInfo(error).message}`);
     }
   }
 
@@ -396,8 +393,4 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.record.failed(`${what} failed: ${error instanceof Error ? error.message : String(error)}`);
     this.logger.error(`${what} failed: ${detail}`);
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
