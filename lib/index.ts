@@ -61,6 +61,7 @@ export type {
   UncataloguedJobName,
 } from './model/job-catalogue.js';
 export type { JobExecutionContext } from './model/job-execution-context.js';
+export type { JobLogLine } from './model/job-log.js';
 export type { FinishedStatus, JobAttempt, JobProgress, JobRecord, JobStatus } from './model/job-record.js';
 export { JOB_HANDLER_METADATA, MAX_ENQUEUE_ATTEMPTS } from './model/jobs.constants.js';
 export type {

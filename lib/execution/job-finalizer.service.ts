@@ -74,6 +74,8 @@ export class JobFinalizer {
     const budgetMs = execution.handler.leaseMs;
     const landed = () => this.outcomes.finishedBy(doc._id, lockId);
     const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline, landed);
+    // Taken once: every try of the write carries the same lines.
+    const logs = lease.takeLogs();
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;
@@ -86,6 +88,7 @@ export class JobFinalizer {
             result: outcome.result,
             progress: execution.lastProgress,
             expiresAt,
+            logs,
           }),
         );
         onWritten = () => slot.emit('completed');
@@ -104,13 +107,13 @@ export class JobFinalizer {
         this.logger.warn(
           `${label} failed (${errorClass}: ${message}); ${exhausted ? 'dead-lettered' : `retry at ${runAt.toISOString()}`}`,
         );
-        result = await persist(() => this.outcomes.recordFailure(doc._id, lockId, attempt, next));
+        result = await persist(() => this.outcomes.recordFailure(doc._id, lockId, attempt, next, logs));
         onWritten = () => slot.emit(exhausted ? 'dead' : 'retrying', message);
         break;
       }
       case 'shutdown':
         transition = 'released';
-        result = await persist(() => this.outcomes.release(doc._id, lockId, at));
+        result = await persist(() => this.outcomes.release(doc._id, lockId, at, logs));
         break;
       case 'stale':
         this.logger.warn(`${label}: ${outcome.error.message}; its result is discarded`);

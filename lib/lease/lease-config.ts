@@ -1,16 +1,17 @@
 import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import type { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import type { LogBatch } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import type { HeartbeatClock } from './heartbeat-clock.js';
 
 /**
  * Owner-fenced renewal write: sets `lockedUntil = max(current, requestedUntil)` (and `progress`, when given) on
  * `{_id, lockedBy, status: 'running'}`, and records the lease's `leaseMs` on the row. Resolves the row's new
- * `lockedUntil`; `'cancelled'` when no row matched because the job was cancelled; `'finished'` when none matched
+ * `lockedUntil` (and appends `logs`, when given); `'cancelled'` when no row matched because the job was cancelled; `'finished'` when none matched
  * because this execution's own finishing write already ended the run (its answer is still on its way, or was lost);
  * `null` when no row matched for another reason (ownership lost). Rejects on a database error.
  */
-export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress) => Promise<RenewalAnswer>;
+export type LeaseRenewer = (requestedUntil: Date, progress?: JobProgress, logs?: LogBatch) => Promise<RenewalAnswer>;
 
 /** What a {@link LeaseRenewer} resolves. */
 export type RenewalAnswer = Date | null | 'cancelled' | 'finished';

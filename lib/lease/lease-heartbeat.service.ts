@@ -4,6 +4,7 @@ import { now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import type { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import type { LogBatch } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
@@ -65,7 +66,8 @@ export class LeaseHeartbeat {
       claimedAt: terms.claimedAt,
       heartbeatIntervalMs: heartbeatIntervalFor(terms.leaseMs, this.options),
       leaseMs: terms.leaseMs,
-      renew: (requestedUntil, progress) => this.renew(jobId, lockId, requestedUntil, progress, terms.leaseMs),
+      renew: (requestedUntil, progress, logs) =>
+        this.renew(jobId, lockId, requestedUntil, terms.leaseMs, progress, logs),
       relinquish: (until) => this.leases.relinquishLease(jobId, lockId, until),
       onStale: hooks.onStale,
       onCancelled: hooks.onCancelled,
@@ -85,10 +87,11 @@ export class LeaseHeartbeat {
     jobId: Types.ObjectId,
     lockId: string,
     requestedUntil: Date,
-    progress: JobProgress | undefined,
     leaseMs: number,
+    progress: JobProgress | undefined,
+    logs: LogBatch | undefined,
   ): Promise<Date | null | 'cancelled' | 'finished'> {
-    const renewed = await this.batcher.renew(jobId, lockId, requestedUntil, progress, leaseMs);
+    const renewed = await this.batcher.renew(jobId, lockId, requestedUntil, progress, leaseMs, logs);
     if (renewed !== null) return renewed;
     const [row] = await this.leases.readLeaseOwners([jobId]);
     if (row?.finishedBy === lockId) return 'finished';

@@ -2,16 +2,21 @@ import { defer, EMPTY, exhaustMap, of, repeat, Subject } from 'rxjs';
 import { InvalidDurationError } from '../model/errors/invalid-duration.error.js';
 import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import { LeaseLostError } from '../model/errors/lease-lost.error.js';
+import type { JobLogLine, LogBatch } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import { isDuration } from '../model/validate.js';
 import { HeartbeatClock } from './heartbeat-clock.js';
 import { LeaseBeats } from './lease-beats.js';
 import type { LeaseConfig, LeaseEnd, RenewalAnswer } from './lease-config.js';
 import { lockExtensionError } from './lock-extension.js';
+import { LogBuffer } from './log-buffer.js';
 import { RenewalRequest } from './renewal-request.js';
 import { Watchdog } from './watchdog.js';
 
 export type { LeaseConfig, LeaseEnd, LeaseRenewer, RenewalAnswer } from './lease-config.js';
+
+/** Lines waiting that make the lease ask for a write of its own, rather than wait for the next beat. */
+export const LOG_FLUSH_LINES = 50;
 
 enum State {
   Created, // not started: requests are written, no beat is scheduled
@@ -56,6 +61,8 @@ export class Lease {
   private readonly now: () => number;
   private readonly beats: LeaseBeats;
   private readonly watchdog: Watchdog;
+  /** Lines logged and not written yet: the next write takes them (`write`, or the outcome's `takeLogs`). */
+  private readonly logs = new LogBuffer();
 
   constructor(private readonly config: LeaseConfig) {
     const { heartbeatIntervalMs, leaseMs } = config;
@@ -95,6 +102,22 @@ export class Lease {
   /** Writes `progress` (validated) with the next renewal, which asks for at least `leaseMs`; settles as `extend`. */
   updateProgress(progress: JobProgress): Promise<void> {
     return this.ask(this.config.leaseMs, progress);
+  }
+
+  /**
+   * Appends a line to the next write (a beat, an extension, progress, or the outcome): lines coalesce between writes.
+   * Once LOG_FLUSH_LINES wait and no write is waiting, it asks for one (a renewal), so a chatty handler's lines show
+   * while it runs. Dropped once the lease is running out or over: the row is no longer this execution's to write.
+   */
+  log(line: JobLogLine): void {
+    if (this.state !== State.Created && this.state !== State.Renewing) return;
+    this.logs.add(line);
+    if (this.logs.size >= LOG_FLUSH_LINES && !this.waiting) void this.request(this.config.leaseMs, undefined);
+  }
+
+  /** The lines not written yet, for the outcome write to carry. */
+  takeLogs(): LogBatch | undefined {
+    return this.logs.take();
   }
 
   /**
@@ -190,10 +213,12 @@ export class Lease {
     if (now >= this.deadline) return this.goStale('expired');
     this.waiting = undefined;
     this.writing = request;
+    const logs = this.logs.take();
     let answer: RenewalAnswer;
     try {
-      answer = await this.config.renew(new Date(now + request.ms), request.progress);
+      answer = await this.config.renew(new Date(now + request.ms), request.progress, logs);
     } catch (error) {
+      if (logs) this.logs.putBack(logs); // not written: the next write carries them
       if (this.isTerminal) return; // it settled the request
       this.writing = undefined;
       request.reject(error); // live until the deadline: retried soon, else the watchdog ends the lease

@@ -1,4 +1,5 @@
 import type { Types } from 'mongoose';
+import type { LogBatch } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import type { LeaseOwner, LeaseRenewal, LeaseRenewalStore } from '../persistence/job-lease.store.js';
 
@@ -44,9 +45,10 @@ export class RenewalBatcher {
     requestedUntil: Date,
     progress?: JobProgress,
     leaseMs?: number,
+    logs?: LogBatch,
   ): Promise<Date | null> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: jobId, lockId, requestedUntil, progress, leaseMs, resolve, reject });
+      this.queue.push({ id: jobId, lockId, requestedUntil, progress, leaseMs, logs, resolve, reject });
       this.scheduleFlush();
     });
   }
@@ -76,8 +78,8 @@ export class RenewalBatcher {
     try {
       if (command.length === 1) {
         const [call] = command;
-        const { id, lockId, requestedUntil, progress, leaseMs } = call;
-        call.resolve(await this.store.renewLease(id, lockId, requestedUntil, now, progress, leaseMs));
+        const { id, lockId, requestedUntil, progress, leaseMs, logs } = call;
+        call.resolve(await this.store.renewLease(id, lockId, requestedUntil, now, progress, leaseMs, logs));
         return;
       }
       await this.sendBatch(command, now);

@@ -1,4 +1,5 @@
 import type { Types } from 'mongoose';
+import type { JobLogLine } from './job-log.js';
 import type { JobAttempt, JobProgress, JobStatus } from './job-record.js';
 
 /** The document in MongoDB. Optional fields are absent (unset) rather than null. */
@@ -52,6 +53,10 @@ export interface JobDocument {
   result?: unknown;
   /** Set by progress writes (owner-fenced, with a lease renewal) and by the completion write. */
   progress?: JobProgress;
+  /** The last MAX_LOG_LINES lines handlers logged (`ctx.log`), across attempts, oldest first. */
+  logs?: JobLogLine[];
+  /** Every line ever logged (more than `logs` holds when the oldest were dropped). */
+  logCount?: number;
   /** The enqueuing span's propagated context (W3C `traceparent`/`tracestate`), when telemetry is on. */
   traceContext?: Record<string, string>;
 }

@@ -1,3 +1,4 @@
+import type { JobLogLine } from './job-log.js';
 /** Lifecycle of a job. */
 export type JobStatus = 'pending' | 'running' | 'completed' | 'dead' | 'failed' | 'cancelled';
 
@@ -77,4 +78,12 @@ export interface JobRecord<TPayload = unknown> {
    * (`null` when that attempt set none). A retry shows the previous attempt's value until it sets its own.
    */
   progress: JobProgress | null;
+  /**
+   * What handlers logged with `ctx.log`, oldest first, across every attempt (each line says which): the last 200 lines
+   * written, each at most 500 bytes. Written with the lease's renewals and with the outcome, so a running job shows its
+   * lines a heartbeat late at most.
+   */
+  logs: JobLogLine[];
+  /** Whether older lines were dropped to keep the last 200. */
+  logsTruncated: boolean;
 }

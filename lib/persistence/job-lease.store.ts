@@ -1,10 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
+import type { LogBatch } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { commandError, refusedWrites } from './bulk-write-errors.js';
 import { jobsCollection } from './jobs-collection.js';
+import { logLinesUpdate } from './log-lines-update.js';
 import { owned } from './owner-fence.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';
 
@@ -18,8 +20,8 @@ export class JobLeaseStore {
   }
 
   /**
-   * Owner-fenced lease renewal: the deadline only ever moves forward; sets `progress` too when one is given, and
-   * `leaseMs` (the lease the owner runs under) when given. Resolves the row's deadline after the write, or null when
+   * Owner-fenced lease renewal: the deadline only ever moves forward; sets `progress` too when one is given,
+   * `leaseMs` (the lease the owner runs under) when given, and appends the `logs` lines when given. Resolves the row's deadline after the write, or null when
    * this lock no longer owns the row.
    */
   async renewLease(
@@ -29,8 +31,9 @@ export class JobLeaseStore {
     now: Date,
     progress?: JobProgress,
     leaseMs?: number,
+    logs?: LogBatch,
   ): Promise<Date | null> {
-    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil, progress, leaseMs }, now);
+    const { filter, update } = leaseRenewal({ id, lockId, requestedUntil, progress, leaseMs, logs }, now);
     const row = await this.collection.findOneAndUpdate(filter, update, {
       ...USER_VALUE_OPTIONS,
       returnDocument: 'after',
@@ -81,7 +84,7 @@ export class JobLeaseStore {
  * watchdog ended the lease is handed back (`relinquishLease`).
  */
 function leaseRenewal(
-  { id, lockId, requestedUntil, progress, leaseMs }: LeaseRenewal,
+  { id, lockId, requestedUntil, progress, leaseMs, logs }: LeaseRenewal,
   now: Date,
 ): { filter: mongo.Filter<JobDocument>; update: mongo.UpdateFilter<JobDocument> } {
   return {
@@ -93,6 +96,7 @@ function leaseRenewal(
         ...(progress !== undefined && { progress }),
         ...(leaseMs !== undefined && { leaseMs }),
       },
+      ...logLinesUpdate(logs),
     },
   };
 }
@@ -106,6 +110,8 @@ export interface LeaseRenewal {
   progress?: JobProgress;
   /** The lease the owner runs under, recorded on the row (what a cancel raises `lockedUntil` by). */
   leaseMs?: number;
+  /** Lines the handler logged since the last write that carried some, appended by the same update. */
+  logs?: LogBatch;
 }
 
 /** What a `renewLeases` command did: rows matched in total, and the ops the server refused, by index. */

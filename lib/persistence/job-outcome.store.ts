@@ -1,10 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
+import type { LogBatch } from '../model/job-log.js';
 import type { JobAttempt, JobProgress } from '../model/job-record.js';
 import { JOBS_MODEL, MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
 import { expiry, failedUpdate } from './finishing-updates.js';
 import { jobsCollection } from './jobs-collection.js';
+import { logLinesUpdate } from './log-lines-update.js';
 import { OwnedUpdateBatcher } from './owned-update-batcher.js';
 import { updateOwned } from './owner-fence.js';
 import { LOCK_FIELDS, RELEASED_FIELDS } from './row-fields.js';
@@ -42,9 +44,15 @@ export class JobOutcomeStore {
     id: Types.ObjectId,
     lockId: string,
     now: Date,
-    { result, progress, expiresAt }: { result?: unknown; progress?: JobProgress; expiresAt?: Date } = {},
+    {
+      result,
+      progress,
+      expiresAt,
+      logs,
+    }: { result?: unknown; progress?: JobProgress; expiresAt?: Date; logs?: LogBatch } = {},
   ): Promise<boolean> {
     return this.batcher.update(id, lockId, {
+      ...logLinesUpdate(logs),
       $set: {
         status: 'completed',
         finishedBy: lockId,
@@ -59,14 +67,20 @@ export class JobOutcomeStore {
     });
   }
 
-  /** Records a failed attempt, then either schedules the retry or dead-letters the job. */
+  /**
+   * Records a failed attempt, then either schedules the retry or dead-letters the job; appends the lines the attempt
+   * logged since its last renewal.
+   */
   recordFailure(
     id: Types.ObjectId,
     lockId: string,
     attempt: JobAttempt,
     next: { status: 'pending'; runAt: Date } | { status: 'dead'; expiresAt?: Date },
+    logs?: LogBatch,
   ): Promise<boolean> {
-    const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY } };
+    const lines = logLinesUpdate(logs);
+    const history = { attempts: { $each: [attempt], $slice: -MAX_ATTEMPT_HISTORY }, ...lines.$push };
+    const counters = { attemptCount: 1, ...lines.$inc };
     const common = { lastError: attempt.error, updatedAt: attempt.at, finishedBy: lockId };
     return this.batcher.update(
       id,
@@ -75,13 +89,13 @@ export class JobOutcomeStore {
         ? {
             $set: { ...common, status: 'pending', runAt: next.runAt },
             $unset: LOCK_FIELDS,
-            $inc: { attemptCount: 1 },
+            $inc: counters,
             $push: history,
           }
         : {
             $set: { ...common, status: 'dead', finishedAt: attempt.at, ...expiry(next.expiresAt) },
             $unset: RELEASED_FIELDS,
-            $inc: { attemptCount: 1 },
+            $inc: counters,
             $push: history,
           },
     );
@@ -119,9 +133,10 @@ export class JobOutcomeStore {
     });
   }
 
-  /** Gives a job back untouched (shutdown): pending again, no attempt counted. */
-  release(id: Types.ObjectId, lockId: string, now: Date): Promise<boolean> {
+  /** Gives a job back untouched (shutdown): pending again, no attempt counted; keeps the lines it logged. */
+  release(id: Types.ObjectId, lockId: string, now: Date, logs?: LogBatch): Promise<boolean> {
     return updateOwned(this.collection, id, lockId, {
+      ...logLinesUpdate(logs),
       $set: { status: 'pending', runAt: now, updatedAt: now, finishedBy: lockId },
       $unset: LOCK_FIELDS,
     });

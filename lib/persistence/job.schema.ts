@@ -37,6 +37,8 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       finishedAt: Date,
       result: { type: Schema.Types.Mixed },
       progress: { type: Schema.Types.Mixed },
+      logs: { type: Schema.Types.Mixed },
+      logCount: Number,
       traceContext: { type: Schema.Types.Mixed },
     },
     { collection: collectionName, versionKey: false, minimize: false, autoIndex: false },
@@ -96,5 +98,8 @@ export function toJobRecord<TPayload = unknown>(
     finishedAt: doc.finishedAt ?? null,
     result: doc.result === undefined ? null : decodePayload(doc.result),
     progress: doc.progress === undefined ? null : decodePayload(doc.progress),
+    // A row written by hand may hold anything here: no lines rather than a crash.
+    logs: Array.isArray(doc.logs) ? doc.logs : [],
+    logsTruncated: typeof doc.logCount === 'number' && doc.logCount > (Array.isArray(doc.logs) ? doc.logs.length : 0),
   };
 }

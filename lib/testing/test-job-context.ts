@@ -1,10 +1,12 @@
 import { Types } from 'mongoose';
 import { lockExtensionError } from '../lease/lock-extension.js';
+import { truncate } from '../model/error-info.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
 import { parseJobId } from '../model/job-id.js';
+import { type JobLogLine, MAX_LOG_LINE_BYTES } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { progressSnapshot } from '../model/progress-validator.js';
@@ -38,6 +40,12 @@ export interface TestJobContext extends JobExecutionContext {
    * context copies what it writes); refused calls are not recorded.
    */
   readonly progressUpdates: readonly JobProgress[];
+  /**
+   * Every accepted `log` line, in call order, as a worker would store it (time, attempt, message cut at 500 bytes of
+   * UTF-8); all of them, where a job keeps its last 200. Lines logged once the context is stale are dropped, as a
+   * worker drops them.
+   */
+  readonly logs: readonly JobLogLine[];
   /**
    * Aborts `signal` with `reason` (the first reason wins, as in a worker), e.g. a `JobTimeoutError` or
    * `WorkerShutdownError`. A `JobCancelledError` (the default, as `jobs.cancel(id)` would) or a `LeaseLostError` also
@@ -76,6 +84,7 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
   let stale: LeaseLostError | JobCancelledError | undefined;
   const extendLockTimeCalls: number[] = [];
   const progressUpdates: JobProgress[] = [];
+  const logs: JobLogLine[] = [];
 
   return {
     jobId,
@@ -92,6 +101,11 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
     },
     extendLockTimeCalls,
     progressUpdates,
+    logs,
+    log(message: string): void {
+      if (typeof message !== 'string') throw new InvalidOptionError('message', message, 'must be a string');
+      if (!stale) logs.push({ at: new Date(), attempt, message: truncate(message, MAX_LOG_LINE_BYTES) });
+    },
     extendLockTime(ms: number): Promise<void> {
       return forgettable(() => {
         const invalid = lockExtensionError(ms);

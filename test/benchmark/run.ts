@@ -7,6 +7,7 @@ import { runEnqueue } from './enqueue.bench';
 import { runHeartbeat } from './heartbeat.bench';
 import { fmt, formatTable, log, machineInfo, medianOf, nowMs, readConfig } from './helpers';
 import { runLimits } from './limits.bench';
+import { runLogs } from './logs.bench';
 import { runMetricsNames } from './metrics-names.bench';
 import { runPickupLatency } from './pickup-latency.bench';
 import { runProgress } from './progress.bench';
@@ -23,7 +24,7 @@ import { runThroughput } from './throughput.bench';
  * with their ranges, and a JSON file with every repetition's numbers in test/benchmark/results/. Not part of `npm test`: nothing here asserts.
  *
  * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,
- * heartbeat,queueDepth,renewals,progress,query,metricsNames,telemetry,limits, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 9, quick 3),
+ * heartbeat,queueDepth,renewals,progress,logs,query,metricsNames,telemetry,limits, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 9, quick 3),
  * BENCH_AGENDA_ROUNDS (the first rounds also run Agenda, default 2), BENCH_THROUGHPUT_TARGETS (see
  * throughput.bench.ts for the diagnostic variants), BENCH_ENQUEUE_JOBS, BENCH_PICKUP_SAMPLES, BENCH_PICKUP_POLL_MS,
  * BENCH_HEARTBEAT_CALLS (also the progress scenario's calls), BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_QUERY_JOBS / _SAMPLES, BENCH_AGENDA_LOCK_LIMIT,
@@ -47,6 +48,7 @@ type Scenarios = {
   queueDepth?: Awaited<ReturnType<typeof runQueueDepth>>;
   renewals?: Awaited<ReturnType<typeof runRenewals>>;
   progress?: Awaited<ReturnType<typeof runProgress>>;
+  logs?: Awaited<ReturnType<typeof runLogs>>;
   query?: Awaited<ReturnType<typeof runQuery>>;
   metricsNames?: Awaited<ReturnType<typeof runMetricsNames>>;
   telemetry?: Awaited<ReturnType<typeof runTelemetry>>;
@@ -88,6 +90,7 @@ async function main(): Promise<void> {
     await attempt('queueDepth', () => runQueueDepth(ctx, config));
     await attempt('renewals', () => runRenewals(ctx, config, serverPid));
     await attempt('progress', () => runProgress(ctx, config));
+    await attempt('logs', () => runLogs(ctx, config));
     await attempt('query', () => runQuery(ctx, config));
     await attempt('metricsNames', () => runMetricsNames(ctx, config));
     await attempt('telemetry', () => runTelemetry(ctx, config));

@@ -246,6 +246,25 @@ describe('dashboard actions, in a real headless Chromium', () => {
     await waitFor(async () => (await resume.count()) === 0, 'the row to go');
   });
 
+  it('shows what the handlers logged in the job panel, as text, and says when older lines were dropped', async () => {
+    const at = new Date();
+    const logs = [
+      { at, attempt: 1, message: 'fetching <img src=x onerror="window.pwned=1">' },
+      { at, attempt: 2, message: 'done' },
+    ];
+    const { insertedIds } = await insert([row({ name: 'act.logged', status: 'completed', logs, logCount: 250 })]);
+    const id = String(insertedIds[0]);
+    await openPage(`?job=${id}`);
+    await page.locator('#panel-logs li').nth(1).waitFor();
+    expect(await page.locator('#panel-logs li').allTextContents()).toEqual([
+      expect.stringContaining('#1 fetching <img src=x onerror="window.pwned=1">'),
+      expect.stringContaining('#2 done'),
+    ]);
+    expect(await page.locator('#panel-logs img').count()).toBe(0);
+    expect(await page.evaluate('window.pwned')).toBeUndefined();
+    expect(await page.locator('#panel-logs-note').isVisible()).toBe(true);
+  });
+
   it('offers no action under readOnly: no bulk forms, no Run now', async () => {
     const readOnly = await startApp('dashboard-actions-browser-ro', true);
     try {

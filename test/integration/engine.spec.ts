@@ -21,7 +21,7 @@ class Greeter {
 
 const seen: {
   payload: unknown;
-  ctx: Omit<JobExecutionContext, 'signal' | 'extendLockTime' | 'updateProgress'>;
+  ctx: Omit<JobExecutionContext, 'signal' | 'extendLockTime' | 'updateProgress' | 'log'>;
   greeting: string;
 }[] = [];
 const failures = new Map<string, number>();

@@ -73,6 +73,7 @@ const PUBLIC_EXPORTS: Record<string, string[]> = {
     'type JobHandlerDecorator',
     'type JobHandlerOptions',
     'type JobListPage',
+    'type JobLogLine',
     'type JobMetrics',
     'type JobMetricsBucket',
     'type JobMetricsOptions',

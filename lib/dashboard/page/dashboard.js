@@ -431,6 +431,20 @@ function stackBlock(stack) {
  * Re-rendered only when the attempts changed (another job, or a new attempt; at most 50 are kept, so the last one's
  * instant is compared too): an auto-refresh must not fold a stack being read or reset its scroll position.
  */
+/** The lines its handlers logged (`ctx.log`), oldest first, each with its time and attempt. */
+function renderLogs(job) {
+  const logs = job.logs ?? [];
+  const list = $('panel-logs');
+  const key = `${job.id}\n${logs.length}\n${logs.at(-1)?.at ?? ''}`;
+  if (list.dataset.key === key) return;
+  list.dataset.key = key;
+  $('panel-logs-note').hidden = !job.logsTruncated;
+  const lines = logs.map((line) =>
+    el('li', {}, `${formatDate(line.at)} #${line.attempt} `, el('span', { class: 'log-line' }, line.message)),
+  );
+  list.replaceChildren(...(lines.length ? lines : [el('li', {}, 'Nothing logged.')]));
+}
+
 function renderAttempts(job) {
   const list = $('panel-attempts');
   const key = `${job.id}\n${job.attempts.length}\n${job.attempts.at(-1)?.at ?? ''}`;
@@ -473,6 +487,7 @@ function renderPanel(job) {
   if ('result' in job) fields.push(...field('Result', json(job.result)));
   $('panel-fields').replaceChildren(...fields);
   renderAttempts(job);
+  renderLogs(job);
   // A row whose `_id` is no ObjectId (set aside as failed) can only answer 404 to a retry or cancel.
   const runnable = OBJECT_ID.test(job.id);
   $('retry').hidden = readOnly || !runnable || !['dead', 'failed', 'cancelled'].includes(job.status);

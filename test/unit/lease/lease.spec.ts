@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { Lease, type LeaseConfig } from '../../../lib/lease/lease';
+import { Lease, type LeaseConfig, LOG_FLUSH_LINES } from '../../../lib/lease/lease';
 import { InvalidDurationError } from '../../../lib/model/errors/invalid-duration.error';
 import { JobCancelledError } from '../../../lib/model/errors/job-cancelled.error';
 import { LeaseLostError } from '../../../lib/model/errors/lease-lost.error';
+import { type LogBatch, MAX_LOG_LINES } from '../../../lib/model/job-log';
 
 const T0 = 1_000_000;
 
@@ -12,6 +13,8 @@ interface StoreWrite {
   readonly requestedUntil: number;
   /** The progress value the write carries, if any. */
   readonly progress: unknown;
+  /** The logged lines the write carries, if any. */
+  readonly logs: LogBatch | undefined;
   readonly startedAt: number;
   settled: boolean;
   /** Applies `max(row, requestedUntil)` and resolves the new row value (or null when not owned). */
@@ -46,7 +49,7 @@ class FakeStore {
   /** The progress value on the row (set by each write that carries one and matches). */
   progress: unknown;
 
-  readonly renew = (requestedUntil: Date, progress?: unknown): Promise<Date | null | 'cancelled'> =>
+  readonly renew = (requestedUntil: Date, progress?: unknown, logs?: LogBatch): Promise<Date | null | 'cancelled'> =>
     new Promise<Date | null | 'cancelled'>((resolve, reject) => {
       const index = this.writes.length;
       this.concurrent += 1;
@@ -61,6 +64,7 @@ class FakeStore {
         index,
         requestedUntil: requestedUntil.getTime(),
         progress,
+        logs,
         startedAt: Date.now(),
         settled: false,
         succeed: () => {
@@ -508,6 +512,82 @@ describe('Lease', () => {
       await flush();
       expect(onProgress.mock.calls).toEqual([[1], [3]]);
       lease.close();
+    });
+  });
+
+  describe('logs', () => {
+    const line = (message: string) => ({ at: new Date(), attempt: 1, message });
+
+    it('waits for the next write: lines logged meanwhile ride on it, never a write per line', async () => {
+      const { lease, store } = setup();
+      store.auto = { delayMs: 5 };
+      lease.start();
+      for (let i = 0; i < 10; i++) lease.log(line(`l${i}`));
+      await flush();
+      expect(store.writes).toHaveLength(0);
+      const extended = track(lease.extend(1_000));
+      await jest.advanceTimersByTimeAsync(10);
+      expect(extended.outcome.state).toBe('resolved');
+      expect(store.writes).toHaveLength(1);
+      expect(store.last.logs?.count).toBe(10);
+      expect(store.last.logs?.lines.map((l) => l.message)).toEqual(Array.from({ length: 10 }, (_, i) => `l${i}`));
+      expect(lease.takeLogs()).toBeUndefined();
+    });
+
+    it(`asks for a write of its own once ${LOG_FLUSH_LINES} lines wait; lines logged during it go in one follow-up`, async () => {
+      const { lease, store } = setup();
+      lease.start();
+      for (let i = 0; i < LOG_FLUSH_LINES; i++) lease.log(line(`a${i}`));
+      await flush();
+      expect(store.writes).toHaveLength(1);
+      expect(store.last.logs?.count).toBe(LOG_FLUSH_LINES);
+      for (let i = 0; i < 3 * LOG_FLUSH_LINES; i++) lease.log(line(`b${i}`));
+      await flush();
+      expect(store.writes).toHaveLength(1); // single-flight: the first is still in the air
+      store.last.succeed();
+      await flush();
+      expect(store.writes).toHaveLength(2);
+      expect(store.last.logs?.count).toBe(3 * LOG_FLUSH_LINES);
+      expect(store.maxConcurrent).toBe(1);
+    });
+
+    it('keeps at most MAX_LOG_LINES waiting (the newest), and counts the dropped ones', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      // A write in the air (left blocked) took the first lines; what is logged meanwhile waits for the follow-up.
+      for (let i = 0; i < LOG_FLUSH_LINES; i++) lease.log(line(`first${i}`));
+      await flush();
+      expect(store.writes).toHaveLength(1);
+      for (let i = 0; i < MAX_LOG_LINES + 30; i++) lease.log(line(`m${i}`));
+      const batch = lease.takeLogs();
+      expect(batch?.count).toBe(MAX_LOG_LINES + 30);
+      expect(batch?.lines).toHaveLength(MAX_LOG_LINES);
+      expect(batch?.lines[0].message).toBe('m30');
+    });
+
+    it('puts the lines of a failed write back, before the newer ones, for the next write', async () => {
+      const { lease, store } = setup();
+      lease.start();
+      lease.log(line('first'));
+      const failed = track(lease.extend(1_000));
+      await flush();
+      lease.log(line('second'));
+      store.last.fail(new Error('connection reset'));
+      await flush();
+      expect(failed.outcome.state).toBe('rejected');
+      expect(lease.takeLogs()).toEqual({ lines: [line('first'), line('second')], count: 2 });
+    });
+
+    it('drops lines once the lease is running out, lost or closed: the row is no longer its to write', async () => {
+      const { lease } = setup();
+      lease.start();
+      lease.stopRenewing();
+      lease.log(line('late'));
+      expect(lease.takeLogs()).toBeUndefined();
+      const closed = setup().lease;
+      closed.close();
+      closed.log(line('after'));
+      expect(closed.takeLogs()).toBeUndefined();
     });
   });
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
 import { Types } from 'mongoose';
 import { MAX_RENEWALS_PER_COMMAND, RenewalBatcher } from '../../../lib/lease/renewal-batcher';
+import type { LogBatch } from '../../../lib/model/job-log';
 import type {
   LeaseOwner,
   LeaseRenewal,
@@ -34,11 +35,13 @@ class FakeStore implements LeaseRenewalStore {
     requestedUntil: Date,
     now: Date,
     progress?: unknown,
+    _leaseMs?: number,
+    logs?: LogBatch,
   ): Promise<Date | null> {
-    return call(
-      progress === undefined ? [id, lockId, requestedUntil, now] : [id, lockId, requestedUntil, now, progress],
-      this.single,
-    );
+    const args: unknown[] = [id, lockId, requestedUntil, now];
+    if (progress !== undefined) args.push(progress);
+    if (logs !== undefined) args.push({ logs });
+    return call(args, this.single);
   }
 
   renewLeases(renewals: LeaseRenewal[], now: Date): Promise<LeaseRenewalsResult> {
@@ -120,6 +123,18 @@ describe('RenewalBatcher', () => {
       { lockId: 'w#1', progress: 42 },
       { lockId: 'w#2', progress: undefined },
     ]);
+  });
+
+  it('carries logged lines with their renewal, alone or in a command', () => {
+    const logs = { lines: [{ at: at(0), attempt: 1, message: 'hello' }], count: 1 };
+    void batcher.renew(ids[0], 'w#0', at(30_000), undefined, undefined, logs);
+    jest.advanceTimersByTime(0);
+    expect(store.single.map((c) => c.args)).toEqual([[ids[0], 'w#0', at(30_000), at(0), { logs }]]);
+
+    void batcher.renew(ids[1], 'w#1', at(30_000), undefined, undefined, logs);
+    void batcher.renew(ids[2], 'w#2', at(30_000));
+    jest.advanceTimersByTime(0);
+    expect(store.renewalsOf(0).map((renewal) => renewal.logs)).toEqual([logs, undefined]);
   });
 
   it('sends every renewal due in one timers phase as one command, owner-fenced per call', async () => {

@@ -11,6 +11,7 @@ import { JobExecution } from '../../../lib/execution/job-execution';
 import type { RegisteredJobHandler } from '../../../lib/handlers/registered-job-handler';
 import { Lease } from '../../../lib/lease/lease';
 import type { JobDocument } from '../../../lib/model/job-document';
+import { MAX_LOG_LINE_BYTES } from '../../../lib/model/job-log';
 import { createTestJobContext } from '../../../lib/testing';
 
 const LEASE_MS = 30_000;
@@ -117,6 +118,30 @@ describe('createTestJobContext', () => {
       expect(ctx.progressUpdates).toEqual([]);
     },
   );
+
+  it('records log lines as a worker stores them, refuses a non-string as the real context does, and drops lines once stale', () => {
+    const ctx = createTestJobContext({ attempt: 2 });
+    ctx.log('starting');
+    ctx.log('€'.repeat(1_000));
+    expect(ctx.logs.map((line) => [line.attempt, line.message.slice(0, 8)])).toEqual([
+      [2, 'starting'],
+      [2, '€€€€€€€€'],
+    ]);
+    expect(ctx.logs[0].at).toBeInstanceOf(Date);
+    expect(Buffer.byteLength(ctx.logs[1].message)).toBeLessThanOrEqual(MAX_LOG_LINE_BYTES);
+    const refusal = (context: JobExecutionContext) => {
+      try {
+        context.log(42 as unknown as string);
+      } catch (error) {
+        return { type: (error as Error).constructor.name, message: (error as Error).message };
+      }
+    };
+    expect(refusal(ctx)).toEqual(refusal(realContext()));
+    expect(refusal(ctx)?.type).toBe('InvalidOptionError');
+    ctx.abort();
+    ctx.log('after the cancel');
+    expect(ctx.logs).toHaveLength(2);
+  });
 
   it('aborts its signal on demand with the reason given (a cancellation by default)', () => {
     const ctx = createTestJobContext();

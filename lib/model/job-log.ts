@@ -1,0 +1,21 @@
+/** One line a handler logged with `ctx.log` (`JobRecord.logs`). */
+export interface JobLogLine {
+  /** When the handler logged it (the worker's clock). */
+  at: Date;
+  /** The attempt that logged it (1-based). */
+  attempt: number;
+  /** The message; one longer than MAX_LOG_LINE_BYTES of UTF-8 is cut, ending with a `[truncated, …]` marker. */
+  message: string;
+}
+
+/** Lines a job keeps, across all its attempts: the oldest are dropped beyond this. */
+export const MAX_LOG_LINES = 200;
+
+/** Longest line kept, in UTF-8 bytes. 200 × 500 B keeps a job's log far from the 16 MB document limit. */
+export const MAX_LOG_LINE_BYTES = 500;
+
+/** Lines logged and not written yet; `count` also counts those dropped before they could be (the oldest first). */
+export interface LogBatch {
+  lines: JobLogLine[];
+  count: number;
+}
