@@ -17,6 +17,11 @@ export function whyNotRunnable(doc: JobDocument): string | undefined {
   if (typeof row.fencingToken !== 'number') return 'its fencingToken is malformed';
   if (!(row.lockedUntil instanceof Date)) return 'its lockedUntil is malformed';
   if (isMalformedGroup(row.group)) return `its group (${describeValue(row.group)}) is not a non-empty string`;
+  // Every renewal and outcome that carries ctx.log lines pushes to `logs` and raises `logCount`: the server would
+  // refuse each of them on such a row, and the lease would run out.
+  if (row.logs !== undefined && !Array.isArray(row.logs))
+    return `its logs (${describeValue(row.logs)}) are not an array`;
+  if (row.logCount !== undefined && typeof row.logCount !== 'number') return 'its logCount is not a number';
   return undefined;
 }
 

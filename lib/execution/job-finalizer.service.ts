@@ -74,8 +74,9 @@ export class JobFinalizer {
     const budgetMs = execution.handler.leaseMs;
     const landed = () => this.outcomes.finishedBy(doc._id, lockId);
     const persist = (write: OutcomeWrite) => persistOutcome(write, lease, budgetMs, deadline, landed);
-    // Taken once: every try of the write carries the same lines.
-    const logs = lease.takeLogs();
+    // Taken once, after the renewal in flight settled (its lines landed or wait again): every try carries the same.
+    const writes = outcome.kind === 'succeeded' || outcome.kind === 'failed' || outcome.kind === 'shutdown';
+    const logs = writes ? await lease.takeLogsForOutcome() : undefined;
     let transition: string;
     let result: Awaited<ReturnType<typeof persist>>;
     let onWritten = (): void => undefined;

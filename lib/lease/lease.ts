@@ -61,8 +61,12 @@ export class Lease {
   private readonly now: () => number;
   private readonly beats: LeaseBeats;
   private readonly watchdog: Watchdog;
-  /** Lines logged and not written yet: the next write takes them (`write`, or the outcome's `takeLogs`). */
+  /** Lines logged and not written yet: the next write takes them (`write`, or `takeLogsForOutcome`). */
   private readonly logs = new LogBuffer();
+  /** The outcome write took over the lines: renewals carry none. */
+  private logsToOutcome = false;
+  /** The last write failed and its retry waits: lines wait for it rather than ask for writes of their own. */
+  private backingOff = false;
 
   constructor(private readonly config: LeaseConfig) {
     const { heartbeatIntervalMs, leaseMs } = config;
@@ -107,16 +111,26 @@ export class Lease {
   /**
    * Appends a line to the next write (a beat, an extension, progress, or the outcome): lines coalesce between writes.
    * Once LOG_FLUSH_LINES wait and no write is waiting, it asks for one (a renewal), so a chatty handler's lines show
-   * while it runs. Dropped once the lease is running out or over: the row is no longer this execution's to write.
+   * while it runs; not while a failed write's retry is backing off. Dropped once the lease is running out or over:
+   * the row is no longer this execution's to write.
    */
   log(line: JobLogLine): void {
     if (this.state !== State.Created && this.state !== State.Renewing) return;
     this.logs.add(line);
-    if (this.logs.size >= LOG_FLUSH_LINES && !this.waiting) void this.request(this.config.leaseMs, undefined);
+    if (this.logsToOutcome || this.backingOff || this.waiting || this.logs.size < LOG_FLUSH_LINES) return;
+    void this.request(this.config.leaseMs, undefined);
   }
 
-  /** The lines not written yet, for the outcome write to carry. */
-  takeLogs(): LogBatch | undefined {
+  /**
+   * For the outcome write: the lines not written yet, taken once the write in flight (which may carry some) settled,
+   * so that its lines have landed or wait again. Renewals carry no line from then on: the outcome has them.
+   */
+  async takeLogsForOutcome(): Promise<LogBatch | undefined> {
+    this.logsToOutcome = true;
+    await this.writing?.promise.then(
+      () => undefined,
+      () => undefined,
+    );
     return this.logs.take();
   }
 
@@ -213,13 +227,14 @@ export class Lease {
     if (now >= this.deadline) return this.goStale('expired');
     this.waiting = undefined;
     this.writing = request;
-    const logs = this.logs.take();
+    const logs = this.logsToOutcome ? undefined : this.logs.take();
     let answer: RenewalAnswer;
     try {
       answer = await this.config.renew(new Date(now + request.ms), request.progress, logs);
     } catch (error) {
       if (logs) this.logs.putBack(logs); // not written: the next write carries them
       if (this.isTerminal) return; // it settled the request
+      this.backingOff = true;
       this.writing = undefined;
       request.reject(error); // live until the deadline: retried soon, else the watchdog ends the lease
       if (this.state === State.Renewing) this.beats.failed(this.deadline);
@@ -245,6 +260,7 @@ export class Lease {
     } else {
       this.recordedMs = this.config.leaseMs;
       this.beats.landed();
+      this.backingOff = false;
       this.deadline = Math.max(this.deadline, answer.getTime());
       this.watchdog.arm(this.deadline); // landed past the deadline: stale at once, which rejects the request
       if (this.isTerminal) return;

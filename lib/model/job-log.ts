@@ -14,6 +14,12 @@ export const MAX_LOG_LINES = 200;
 /** Longest line kept, in UTF-8 bytes. 200 × 500 B keeps a job's log far from the 16 MB document limit. */
 export const MAX_LOG_LINE_BYTES = 500;
 
+/**
+ * Room a job's log may take on its row, in BSON: every line at its longest, plus its time, attempt and keys. A result
+ * is only stored if the row has this room left (the completion write may carry lines).
+ */
+export const MAX_LOG_BYTES = MAX_LOG_LINES * (MAX_LOG_LINE_BYTES + 100);
+
 /** Lines logged and not written yet; `count` also counts those dropped before they could be (the oldest first). */
 export interface LogBatch {
   lines: JobLogLine[];

@@ -1,5 +1,6 @@
 import { mongo } from 'mongoose';
 import { UnstorableResultError } from './errors/unstorable-result.error.js';
+import { MAX_LOG_BYTES } from './job-log.js';
 import { MAX_DOCUMENT_BYTES, MAX_PAYLOAD_BYTES, MAX_PROGRESS_BYTES } from './jobs.constants.js';
 import { assertStorableValue } from './payload-validator.js';
 
@@ -8,7 +9,7 @@ const COMPLETION_FIELDS_BYTES = 1024;
 
 /**
  * Throws {@link UnstorableResultError} unless `result` follows the payload rules (including their size limit) and
- * the job's row as claimed (`storedRow`), with the result, its latest progress and the completion fields, stays
+ * the job's row as claimed (`storedRow`), with the result, its latest progress, a full log and the completion fields, stays
  * under MongoDB's 16 MB document limit. `undefined` is no result and always passes. The row is measured only when
  * there is a result to store.
  */
@@ -24,7 +25,7 @@ export function assertStorableResult(jobId: string, result: unknown, storedRow: 
     );
   }
   const rowBytes = mongo.BSON.calculateObjectSize(storedRow, { ignoreUndefined: true });
-  if (rowBytes + resultBytes + MAX_PROGRESS_BYTES + COMPLETION_FIELDS_BYTES > MAX_DOCUMENT_BYTES) {
+  if (rowBytes + resultBytes + MAX_PROGRESS_BYTES + MAX_LOG_BYTES + COMPLETION_FIELDS_BYTES > MAX_DOCUMENT_BYTES) {
     throw new UnstorableResultError(
       jobId,
       '',

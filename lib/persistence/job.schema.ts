@@ -2,6 +2,7 @@ import { Schema } from 'mongoose';
 import type { GuaranteeIndex } from '../model/errors/guarantee-index.js';
 import type { JobDocument } from '../model/job-document.js';
 import { describeJobId } from '../model/job-id.js';
+import type { JobLogLine } from '../model/job-log.js';
 import { JOB_STATUSES, type JobRecord } from '../model/job-record.js';
 import { decodePayload } from '../model/payload-codec.js';
 import { CONCURRENCY_SLOT_INDEX, DEDUPE_SCOPE_INDEX, GROUP_SLOT_INDEX, SCHEDULE_INDEX } from './guarantee-indexes.js';
@@ -98,8 +99,23 @@ export function toJobRecord<TPayload = unknown>(
     finishedAt: doc.finishedAt ?? null,
     result: doc.result === undefined ? null : decodePayload(doc.result),
     progress: doc.progress === undefined ? null : decodePayload(doc.progress),
-    // A row written by hand may hold anything here: no lines rather than a crash.
-    logs: Array.isArray(doc.logs) ? doc.logs : [],
-    logsTruncated: typeof doc.logCount === 'number' && doc.logCount > (Array.isArray(doc.logs) ? doc.logs.length : 0),
+    ...logsOf(doc),
+  };
+}
+
+/** The row's log lines; a row written by hand may hold anything there: only well-formed lines, never a crash. */
+function logsOf(doc: JobDocument): Pick<JobRecord, 'logs' | 'logsTruncated'> {
+  const stored: unknown[] = Array.isArray(doc.logs) ? doc.logs : [];
+  const logs = stored.filter(
+    (line): line is JobLogLine =>
+      line !== null &&
+      typeof line === 'object' &&
+      (line as JobLogLine).at instanceof Date &&
+      typeof (line as JobLogLine).attempt === 'number' &&
+      typeof (line as JobLogLine).message === 'string',
+  );
+  return {
+    logs,
+    logsTruncated: typeof doc.logCount === 'number' ? doc.logCount > logs.length : logs.length < stored.length,
   };
 }

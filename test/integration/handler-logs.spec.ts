@@ -127,6 +127,16 @@ describe('ctx.log: lines a handler logs, stored on the job', () => {
     expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'completed', logs: [], logsTruncated: false });
   });
 
+  it('reads a hand-written row’s malformed lines as dropped, never crashing', async () => {
+    const app = await start('logs_malformed');
+    const job = await app.jobs.enqueue('chatty', { lines: 0 }, { delayMs: 3_600_000 });
+    const line = { at: new Date(), attempt: 1, message: 'kept' };
+    await app.connection
+      .collection('jobs')
+      .updateOne({ name: 'chatty' }, { $set: { logs: [null, 'text', { message: 42 }, line] } });
+    expect(await app.jobs.findById(job.id)).toMatchObject({ logs: [line], logsTruncated: true });
+  });
+
   it('a job that logged nothing has no lines', async () => {
     const app = await start('logs_none');
     const job = await app.jobs.enqueue('chatty', { lines: 0 });

@@ -75,6 +75,23 @@ describe('rows a worker cannot run', () => {
     expect(app.get(JobRunner).pollState().polling).toBe(true);
   });
 
+  it('sets aside a row whose logs or logCount would make every write carrying ctx.log lines fail', async () => {
+    const badLogs = new ObjectId();
+    const badCount = new ObjectId();
+    await jobs().insertOne(row({ _id: badLogs, logs: 'not an array', priority: 5 }) as never);
+    await jobs().insertOne(row({ _id: badCount, logs: [], logCount: 'x', priority: 5 }) as never);
+    const good = await app.jobs.enqueue('poison.ok');
+    await waitFor(() => ran.includes(good.id), 'the good job to run');
+    expect(await jobs().findOne({ _id: badLogs })).toMatchObject({
+      status: 'failed',
+      lastError: /logs .* not an array/,
+    });
+    expect(await jobs().findOne({ _id: badCount })).toMatchObject({ status: 'failed', lastError: /logCount/ });
+    expect(ran).not.toContain(badLogs.toHexString());
+    // Read back without a crash: the malformed field shows as no lines.
+    expect(await app.jobs.findById(badLogs.toHexString())).toMatchObject({ logs: [], logsTruncated: false });
+  });
+
   it('dead-letters an attempt whose outcome the server rejects for good, instead of retrying it until the lease ends', async () => {
     corruptWhileRunning = async (jobId) => {
       // Someone breaks the row while the handler runs: the failure write's $inc is now refused by the server.

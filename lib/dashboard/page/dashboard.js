@@ -427,15 +427,11 @@ function stackBlock(stack) {
   return el('details', { class: 'stack' }, el('summary', {}, 'Stack and causes'), el('pre', {}, stack));
 }
 
-/**
- * Re-rendered only when the attempts changed (another job, or a new attempt; at most 50 are kept, so the last one's
- * instant is compared too): an auto-refresh must not fold a stack being read or reset its scroll position.
- */
 /** The lines its handlers logged (`ctx.log`), oldest first, each with its time and attempt. */
 function renderLogs(job) {
   const logs = job.logs ?? [];
   const list = $('panel-logs');
-  const key = `${job.id}\n${logs.length}\n${logs.at(-1)?.at ?? ''}`;
+  const key = `${job.id}\n${logs.length}\n${job.logsTruncated}\n${JSON.stringify(logs.at(-1) ?? null)}`;
   if (list.dataset.key === key) return;
   list.dataset.key = key;
   $('panel-logs-note').hidden = !job.logsTruncated;
@@ -445,6 +441,10 @@ function renderLogs(job) {
   list.replaceChildren(...(lines.length ? lines : [el('li', {}, 'Nothing logged.')]));
 }
 
+/**
+ * Re-rendered only when the attempts changed (another job, or a new attempt; at most 50 are kept, so the last one's
+ * instant is compared too): an auto-refresh must not fold a stack being read or reset its scroll position.
+ */
 function renderAttempts(job) {
   const list = $('panel-attempts');
   const key = `${job.id}\n${job.attempts.length}\n${job.attempts.at(-1)?.at ?? ''}`;

@@ -531,7 +531,7 @@ describe('Lease', () => {
       expect(store.writes).toHaveLength(1);
       expect(store.last.logs?.count).toBe(10);
       expect(store.last.logs?.lines.map((l) => l.message)).toEqual(Array.from({ length: 10 }, (_, i) => `l${i}`));
-      expect(lease.takeLogs()).toBeUndefined();
+      expect(await lease.takeLogsForOutcome()).toBeUndefined();
     });
 
     it(`asks for a write of its own once ${LOG_FLUSH_LINES} lines wait; lines logged during it go in one follow-up`, async () => {
@@ -559,7 +559,10 @@ describe('Lease', () => {
       await flush();
       expect(store.writes).toHaveLength(1);
       for (let i = 0; i < MAX_LOG_LINES + 30; i++) lease.log(line(`m${i}`));
-      const batch = lease.takeLogs();
+      const taken = lease.takeLogsForOutcome();
+      store.last.succeed(); // the write in the air lands; the follow-up it starts carries no line now
+      const batch = await taken;
+      expect(store.writes.slice(1).map((write) => write.logs)).toEqual([undefined]);
       expect(batch?.count).toBe(MAX_LOG_LINES + 30);
       expect(batch?.lines).toHaveLength(MAX_LOG_LINES);
       expect(batch?.lines[0].message).toBe('m30');
@@ -575,7 +578,45 @@ describe('Lease', () => {
       store.last.fail(new Error('connection reset'));
       await flush();
       expect(failed.outcome.state).toBe('rejected');
-      expect(lease.takeLogs()).toEqual({ lines: [line('first'), line('second')], count: 2 });
+      expect(await lease.takeLogsForOutcome()).toEqual({ lines: [line('first'), line('second')], count: 2 });
+    });
+
+    it('gives the outcome the lines of a renewal in flight that then fails, and none of one that lands', async () => {
+      const failing = setup();
+      failing.lease.start();
+      for (let i = 0; i < LOG_FLUSH_LINES; i++) failing.lease.log(line(`f${i}`));
+      await flush();
+      failing.lease.log(line('tail'));
+      const forOutcome = failing.lease.takeLogsForOutcome();
+      failing.store.last.fail(new Error('connection reset'));
+      const batch = await forOutcome;
+      expect(batch?.count).toBe(LOG_FLUSH_LINES + 1);
+      expect(batch?.lines.at(-1)?.message).toBe('tail');
+
+      const landing = setup();
+      landing.lease.start();
+      for (let i = 0; i < LOG_FLUSH_LINES; i++) landing.lease.log(line(`l${i}`));
+      await flush();
+      landing.lease.log(line('tail'));
+      const rest = landing.lease.takeLogsForOutcome();
+      landing.store.last.succeed();
+      expect(await rest).toEqual({ lines: [line('tail')], count: 1 });
+    });
+
+    it('asks for no write of its own while a failed write is backing off: lines wait for the retry', async () => {
+      const { lease, store } = setup();
+      store.auto = { delayMs: 0, fail: new Error('connection reset') };
+      lease.start();
+      for (let i = 0; i < LOG_FLUSH_LINES; i++) lease.log(line(`a${i}`));
+      await flush();
+      expect(store.writes).toHaveLength(1);
+      for (let i = 0; i < 100; i++) lease.log(line(`b${i}`));
+      await flush();
+      expect(store.writes).toHaveLength(1); // not one write per line
+      store.auto = { delayMs: 0 };
+      await jest.advanceTimersByTimeAsync(5_000); // the retry's backoff
+      expect(store.writes).toHaveLength(2);
+      expect(store.last.logs?.count).toBe(LOG_FLUSH_LINES + 100);
     });
 
     it('drops lines once the lease is running out, lost or closed: the row is no longer its to write', async () => {
@@ -583,11 +624,11 @@ describe('Lease', () => {
       lease.start();
       lease.stopRenewing();
       lease.log(line('late'));
-      expect(lease.takeLogs()).toBeUndefined();
+      expect(await lease.takeLogsForOutcome()).toBeUndefined();
       const closed = setup().lease;
       closed.close();
       closed.log(line('after'));
-      expect(closed.takeLogs()).toBeUndefined();
+      expect(await closed.takeLogsForOutcome()).toBeUndefined();
     });
   });
 
