@@ -93,10 +93,6 @@ async function crashScenario(client: MongoClient, dbNames: string[]): Promise<Sc
       );
       expect(row.fencingToken).toBe(row.attemptCount + 1);
     }
-    const reclaims = rows.reduce((sum, row) => sum + row.attemptCount, 0);
-    // Each kill loses the jobs the victim was running (up to its concurrency); they were all reclaimed.
-    expect(reclaims).toBeGreaterThanOrEqual(KILLS);
-
     const executions = await readExecutions(db);
     const byJob = groupByJob(executions);
     expect(byJob.size).toBe(JOBS);
@@ -116,6 +112,10 @@ async function crashScenario(client: MongoClient, dbNames: string[]): Promise<Sc
       expect(list[list.length - 1].fencingToken).toBeGreaterThan(e.fencingToken);
     }
     if (killed.length === 0) return notReached('no kill caught an execution running');
+    // Each execution a kill cut short is a lost attempt, counted when its job was reclaimed. (A victim idle at its kill
+    // loses nothing: on a loaded machine that happens, so the kills themselves are not the count.)
+    const reclaims = rows.reduce((sum, row) => sum + row.attemptCount, 0);
+    expect(reclaims).toBeGreaterThanOrEqual(killed.length);
     return reached(killed.length);
   } finally {
     await cluster.killAll();

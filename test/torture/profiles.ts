@@ -69,7 +69,7 @@ const COMMON = {
   },
   mongoose: { serverSelectionTimeoutMS: 1_000, heartbeatFrequencyMS: 500, connectTimeoutMS: 1_000 },
   timerToleranceMs: 300,
-  weights: { enqueue: 10, enqueueMany: 2, cancel: 2, retry: 2, runNow: 1, purge: 1, drain: 1 },
+  weights: { enqueue: 10, enqueueMany: 2, cancel: 2, retry: 2, runNow: 1, purge: 1, drain: 1, pause: 1, resume: 2 },
 } as const;
 
 export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {

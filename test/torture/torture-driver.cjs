@@ -22,6 +22,8 @@ function drawPayload(random, config) {
   if (shape === 'lateSettling') payload.settleMs = random.int(Math.floor(lease * 0.3), Math.floor(lease * 0.7));
   if (shape !== 'quick' && random.chance(0.3)) payload.extendMs = random.int(lease, lease * 2);
   if (shape !== 'quick' && random.chance(0.3)) payload.progress = true;
+  // ctx.log lines at the start: past 50, the lease writes them in a renewal of their own.
+  if (random.chance(0.3)) payload.log = random.int(1, 80);
   return payload;
 }
 
@@ -73,6 +75,15 @@ function runDriver(jobs, record, config) {
       if (random.chance(0.5)) options.finishedBefore = new Date(Date.now() - random.int(0, 2000));
       return ['purge', options, () => jobs.purge(options)];
     },
+    // Fleet-wide pauses: every name is resumed when the driver stops, so that the quiesce can run what they held back.
+    pause: () => {
+      const name = random.pick(config.names).name;
+      return ['pause', { name }, () => jobs.pause(name)];
+    },
+    resume: () => {
+      const name = random.pick(config.names).name;
+      return ['resume', { name }, () => jobs.resume(name)];
+    },
     drain: () => {
       const names = [random.pick(config.names).name];
       const timeoutMs = random.int(200, 1500);
@@ -122,6 +133,21 @@ function runDriver(jobs, record, config) {
       stopped = true;
       await loop;
       await Promise.allSettled([...inFlight]);
+      // Nothing stays paused past the workload: the quiesce must see every job run (a failed resume is retried).
+      for (const { name } of config.names) {
+        for (let tries = 0; tries < 20; tries += 1) {
+          opSeq += 1;
+          const opId = opSeq;
+          record({ type: 'op', op: 'resume', opId, args: { name, final: true } });
+          const answer = await jobs.resume(name).then(
+            (value) => ({ type: 'op-answer', op: 'resume', opId, ok: true, answer: { value } }),
+            (error) => ({ type: 'op-answer', op: 'resume', opId, ok: false, error: error?.name }),
+          );
+          record(answer);
+          if (answer.ok) break;
+          await new Promise((resolve) => setTimeout(resolve, 250));
+        }
+      }
     },
   };
 }

@@ -65,6 +65,7 @@ let callSeq = 0;
  *   settleMs  after an abort, take this long to wind down, then reject with the abort reason (honouring it, late)
  *   extendMs  call extendLockTime(extendMs) half-way through
  *   progress  call updateProgress every ~100 ms
+ *   log       call ctx.log this many times at the start
  */
 async function work(name, payload, ctx) {
   callSeq += 1;
@@ -92,6 +93,7 @@ async function work(name, payload, ctx) {
     },
     { once: true },
   );
+  for (let i = 0; i < (payload.log ?? 0); i += 1) ctx.log(`${call} line ${i}`);
   const until = start + (payload.ms ?? 0);
   let extended = false;
   let lastProgress = start;
