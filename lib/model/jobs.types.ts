@@ -63,7 +63,8 @@ export interface EnqueueItem<TPayload = unknown> {
  * in this process (it is left for a process that has one); `limit_reached` — its name (or group) is at a fleet-wide
  * limit (`globalConcurrency`, `groupConcurrency`, `rateLimit`): runNow does not exceed them; `busy` — the job could
  * run, but this process already runs `concurrency` jobs (the poll loop's and runNow's together): runNow does not
- * exceed it, and nothing was claimed; `paused` — its name is paused fleet-wide (`JobsService.pause`): runNow does not
+ * exceed it, and nothing was claimed (also when its claims kept missing a due job that the poll loop kept taking and
+ * handing back, having found every slot taken); `paused` — its name is paused fleet-wide (`JobsService.pause`): runNow does not
  * run it either, until `resume`.
  */
 export type RunNowConflictReason =

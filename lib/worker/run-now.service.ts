@@ -101,6 +101,9 @@ export class RunNow {
     if (doc.status !== 'pending' && doc.status !== 'running') return 'terminal';
     if (!this.registry.get(doc.name)) return 'no_handler';
     if (this.paused.has(doc.name)) return 'paused';
-    return doc.status === 'running' ? 'locked' : 'not_due';
+    if (doc.status === 'running') return 'locked';
+    // Pending and due, yet every claim missed it: this process's poll loop kept taking it and handing it back, having
+    // found every slot taken meanwhile. The process is at its concurrency, as `busy` says; `not_due` would be false.
+    return doc.runAt instanceof Date && doc.runAt.getTime() <= now().getTime() ? 'busy' : 'not_due';
   }
 }
