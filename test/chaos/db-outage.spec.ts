@@ -126,7 +126,10 @@ async function outageScenario(client: MongoClient, dbNames: string[]): Promise<S
     // Health is back for every worker once its jobs flow again (it may lag the first completions a little).
     await cluster.waitFor(
       () => workers.every((w) => samples.some((s) => s.worker === w.id && s.at > dropEnd && s.status === 'up')),
-      () => 'health up again',
+      () =>
+        `health up again (last samples: ${JSON.stringify(
+          workers.map((w) => samples.filter((s) => s.worker === w.id).at(-1)),
+        )})`,
       10_000,
     );
     await stopSampling();

@@ -13,15 +13,19 @@
 //   CHAOS_PACKAGE      (optional) absolute path of the package to load instead of dist/, e.g. a deliberately
 //                      broken copy, to check that the chaos tests catch the breakage
 //
+// Prints the driver's view of the server when it changes (heartbeats failing or back, the server's type, pools
+// cleared), so a test that times out waiting for recovery shows whether the driver ever saw the server again.
+//
 // Protocol: prints `READY` on stdout once the application context is initialised. Over IPC it answers
-// `{ type: 'status', id, timeoutMs }` with `{ type: 'status', id, status }` (JobsService.workerStatus()).
+// `{ type: 'status', id, timeoutMs }` with `{ type: 'status', id, status }` (JobsService.workerStatus()), and
+// `{ type: 'enqueue', id, name, payload, options }` with `{ type: 'enqueued', id, job }` or `{ ..., error }`.
 // SIGTERM closes the app (graceful shutdown) and exits 0; losing the parent (IPC disconnect) exits 1.
 'use strict';
 
 require('reflect-metadata');
 const { Inject, Injectable, Module } = require('@nestjs/common');
 const { NestFactory } = require('@nestjs/core');
-const { MongooseModule } = require('@nestjs/mongoose');
+const { getConnectionToken, MongooseModule } = require('@nestjs/mongoose');
 const { MongoClient } = require('mongodb');
 const { JobHandler, JobsModule, JobsService } = require(process.env.CHAOS_PACKAGE || '../../dist');
 
@@ -178,11 +182,29 @@ let stop = (code) => process.exit(code);
 // The test runner went away (even by SIGKILL, which closes the IPC channel): never outlive it.
 process.on('disconnect', () => stop(1));
 
+/** One stdout line per change in what the driver sees of the server (not one per heartbeat). */
+function logDriverView(client) {
+  let last = '';
+  const say = (line) => {
+    if (line === last) return;
+    last = line;
+    process.stdout.write(`${new Date().toISOString()} driver: ${line}\n`);
+  };
+  client.on('serverHeartbeatFailed', (event) => say(`heartbeat failed: ${event.failure?.message}`));
+  client.on('serverHeartbeatSucceeded', () => say('heartbeat ok'));
+  client.on('serverDescriptionChanged', (event) => {
+    const { type, error } = event.newDescription;
+    say(`server ${event.previousDescription.type} -> ${type}${error ? ` (${error.message})` : ''}`);
+  });
+  client.on('connectionPoolCleared', () => say('pool cleared'));
+}
+
 async function main() {
   await recordClient.connect();
   const logger = process.env.JOBS_TEST_LOGS ? ['log', 'warn', 'error'] : ['error'];
   const app = await NestFactory.createApplicationContext(ChaosWorkerModule, { logger });
   const jobs = app.get(JobsService);
+  logDriverView(app.get(getConnectionToken()).getClient());
 
   let stopping = false;
   stop = async (code) => {
@@ -199,6 +221,13 @@ async function main() {
     if (message && message.type === 'status') {
       const status = await jobs.workerStatus({ timeoutMs: message.timeoutMs });
       if (process.connected) process.send({ type: 'status', id: message.id, status });
+    }
+    if (message && message.type === 'enqueue') {
+      const answer = await jobs.enqueue(message.name, message.payload, message.options).then(
+        (job) => ({ job }),
+        (error) => ({ error: { name: error?.name, message: error?.message } }),
+      );
+      if (process.connected) process.send({ type: 'enqueued', id: message.id, ...answer });
     }
   });
   process.stdout.write('READY\n');
