@@ -98,11 +98,10 @@ describe('server errors nobody listed, on owner-fenced writes (wire proxy answer
       expect(rule.hits).toBe(1);
       expect(row).toMatchObject({ status: 'completed', attemptCount: 0, attempts: [], result: { done: true } });
       expect(calls.get(job.id)).toBe(1);
-      expect(events.filter((event) => event.jobId === job.id).map((event) => event.type)).toEqual([
-        'enqueued',
-        'started',
-        'completed',
-      ]);
+      // A heartbeat may renew the lease while the completion is sent again (on a loaded machine the retry can take
+      // longer than the 200 ms heartbeat): the lease is kept until the outcome lands, so `renewed` may come between.
+      const seen = events.filter((event) => event.jobId === job.id && event.type !== 'renewed');
+      expect(seen.map((event) => event.type)).toEqual(['enqueued', 'started', 'completed']);
     },
   );
 
