@@ -73,11 +73,13 @@ export type {
   TelemetryOptions,
 } from './model/jobs.options.js';
 export type {
+  DebounceWindow,
   EnqueuedJobRecord,
   EnqueueItem,
   EnqueueItemOptions,
   EnqueueManyOptions,
   EnqueueOptions,
+  EnqueueWindow,
   RunNowConflictReason,
   RunNowOutcome,
 } from './model/jobs.types.js';

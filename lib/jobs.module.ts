@@ -11,6 +11,7 @@ import { PausedNames } from './claim/paused-names.js';
 import { RateTokensRepository } from './claim/rate-tokens.repository.js';
 import { JobDocumentFactory } from './enqueue/job-document.factory.js';
 import { JobEnqueuer } from './enqueue/job-enqueuer.service.js';
+import { WindowedEnqueue } from './enqueue/windowed-enqueue.js';
 import { WorkArrived } from './enqueue/work-arrived.js';
 import { JobFinalizer } from './execution/job-finalizer.service.js';
 import { WorkerPresenceService } from './fleet/worker-presence.service.js';
@@ -106,6 +107,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     JobHandlerRegistry,
     JobDocumentFactory,
     JobEnqueuer,
+    WindowedEnqueue,
     WorkArrived,
     JobsMetadataAccessor,
     JobsExplorer,

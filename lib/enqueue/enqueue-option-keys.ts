@@ -7,6 +7,8 @@ const ENQUEUE_OPTIONS: Record<keyof EnqueueOptions, true> = {
   priority: true,
   maxAttempts: true,
   dedupeKey: true,
+  throttle: true,
+  debounce: true,
   group: true,
   strict: true,
   session: true,

@@ -26,6 +26,7 @@ import {
 } from '../model/validate.js';
 import { dedupeScope } from '../persistence/dedupe-scope.js';
 import { ENQUEUE_OPTION_KEYS } from './enqueue-option-keys.js';
+import { windowFields } from './window-options.js';
 
 /** Longest `group` enqueue option. */
 const MAX_GROUP_LENGTH = 256;
@@ -80,6 +81,7 @@ export class JobDocumentFactory {
       doc.dedupeKey = nonEmptyString('dedupeKey', options.dedupeKey);
       doc.dedupeScope = dedupeScope(jobName, doc.dedupeKey);
     }
+    Object.assign(doc, windowFields(jobName, options, doc.runAt, at));
     if (options.group !== undefined) doc.group = nonEmptyString('group', options.group, MAX_GROUP_LENGTH);
     return doc;
   }

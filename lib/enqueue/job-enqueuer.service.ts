@@ -3,7 +3,6 @@ import type { ClientSession } from 'mongoose';
 import { DedupeKeyContendedError } from '../model/errors/dedupe-key-contended.error.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JobEvents } from '../model/events/job-events.js';
-import type { JobDocument } from '../model/job-document.js';
 import { DEDUPE_WRITE_TRIES } from '../model/jobs.constants.js';
 import type { EnqueueItem, EnqueueManyOptions, EnqueueOptions } from '../model/jobs.types.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
@@ -12,15 +11,11 @@ import { onlyKnownKeys } from '../model/validate.js';
 import { type InsertOutcome, JobEnqueueStore } from '../persistence/job-enqueue.store.js';
 import { afterCommit } from './after-commit.js';
 import { ENQUEUE_ITEM_KEYS, ENQUEUE_MANY_OPTION_KEYS } from './enqueue-option-keys.js';
+import type { EnqueueResult } from './enqueue-result.js';
 import { requireEnqueueSession } from './enqueue-session.js';
 import { JobDocumentFactory } from './job-document.factory.js';
+import { WindowedEnqueue } from './windowed-enqueue.js';
 import { WorkArrived } from './work-arrived.js';
-
-/** A stored job, or the pending/running job of its name that holds its dedupe key (`deduplicated`). */
-export interface EnqueueResult {
-  doc: JobDocument;
-  deduplicated: boolean;
-}
 
 /**
  * The one way a job gets into the collection (`JobsService` and the cron scheduler): builds and validates it, inserts
@@ -33,6 +28,7 @@ export class JobEnqueuer {
   constructor(
     private readonly documents: JobDocumentFactory,
     private readonly enqueues: JobEnqueueStore,
+    private readonly windowed: WindowedEnqueue,
     private readonly workArrived: WorkArrived,
     private readonly events: JobEvents,
     @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
@@ -98,8 +94,18 @@ export class JobEnqueuer {
     const release = this.events.hold(docs.map((doc) => doc._id.toHexString()));
     const results: (EnqueueResult | undefined)[] = [];
     try {
-      if (session?.inTransaction()) await this.storeManyInTransaction(docs, session, results);
-      else await this.storeMany(docs, session, results);
+      const windowed = docs.flatMap((doc, index) => (WindowedEnqueue.isWindowed(doc) ? [index] : []));
+      const rest = docs.flatMap((doc, index) => (WindowedEnqueue.isWindowed(doc) ? [] : [index]));
+      const restResults: (EnqueueResult | undefined)[] = [];
+      try {
+        const restDocs = rest.map((index) => docs[index]);
+        if (session?.inTransaction()) await this.storeManyInTransaction(restDocs, session, restResults);
+        else if (rest.length > 0) await this.storeMany(restDocs, session, restResults);
+      } finally {
+        for (const [at, index] of rest.entries()) results[index] = restResults[at];
+      }
+      // Throttled and debounced items one at a time, in input order: one repeating a key finds the item before it.
+      for (const index of windowed) results[index] = await this.windowed.store(docs[index], session);
     } finally {
       // Also when an item ends the batch with an error: the jobs stored until then will run, so they are announced.
       this.announce(
@@ -111,8 +117,12 @@ export class JobEnqueuer {
     return results as EnqueueResult[];
   }
 
-  /** Writes one job: by upsert inside a transaction when it has a dedupe key, else by insert (then `takeKey`). */
+  /**
+   * Writes one job: a throttled or debounced one by its window's rules; by upsert inside a transaction when it has a
+   * dedupe key, else by insert (then `takeKey`).
+   */
   private async write(doc: NewJobDocument, session: ClientSession | undefined): Promise<EnqueueResult> {
+    if (WindowedEnqueue.isWindowed(doc)) return this.windowed.store(doc, session);
     if (session?.inTransaction() && doc.dedupeScope !== undefined) return this.upsert(doc, session);
     return this.settle(doc, await this.enqueues.insert(doc, session)) ?? (await this.takeKey(doc, session));
   }

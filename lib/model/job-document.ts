@@ -32,6 +32,12 @@ export interface JobDocument {
   dedupeKey?: string;
   /** `dedupeScope(name, dedupeKey)` while the job is pending or running; what the unique index enforces. */
   dedupeScope?: string;
+  /** `throttleScope(name, key, windowMs, runAt)`: never unset, so one job holds its window for as long as it exists. */
+  throttleScope?: string;
+  /** `debounceScope(name, key)` while the job is pending; unset by its claim (and cancel), freeing the key. */
+  debounceScope?: string;
+  /** A debounced job's latest `runAt`, from its `maxWaitMs`: a replacement never moves `runAt` past it. */
+  debounceUntil?: Date;
   /** `cron:<name>:<tick ISO>` of a scheduled job; unlike dedupeScope never unset, so a tick runs once. */
   scheduleKey?: string;
   /** Set by the write that finishes the job, from its retention; the sweeper deletes the row after it. */

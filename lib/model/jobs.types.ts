@@ -17,6 +17,20 @@ export interface EnqueueOptions {
    */
   dedupeKey?: string;
   /**
+   * At most one job per key and window of `windowMs`, whatever became of it: the first enqueue of a window stores the
+   * job, every later one of that window returns it (`deduplicated: true`), even once it finished. Windows are fixed,
+   * counted from the Unix epoch (`floor(runAt / windowMs)`), and enforced by a unique index, so they hold across
+   * processes. Cannot be combined with `dedupeKey` or `debounce`. See the README's "Throttle and debounce".
+   */
+  throttle?: EnqueueWindow;
+  /**
+   * One pending job per key, run once the key has been quiet for `windowMs`: the first enqueue stores the job due in
+   * `windowMs`; each later one while it is still pending replaces its payload (nothing else) and moves its `runAt` to
+   * `windowMs` from now, but never past `maxWaitMs` after the first. A job that started frees the key: the next enqueue
+   * stores a new one. Cannot be combined with `runAt`, `delayMs`, `dedupeKey` or `throttle`.
+   */
+  debounce?: DebounceWindow;
+  /**
    * The job's group, e.g. a tenant id (at most 256 characters): a handler with `groupConcurrency` runs at most that
    * many jobs of one group at once across the fleet, groups in parallel. Ignored by handlers without it.
    */
@@ -32,6 +46,19 @@ export interface EnqueueOptions {
   session?: ClientSession;
 }
 
+/** A key and a window in ms (above 0, at most ~31 years): `EnqueueOptions.throttle`. */
+export interface EnqueueWindow {
+  /** A non-empty string of at most 200 characters, scoped by job name (as `dedupeKey`). */
+  key: string;
+  windowMs: number;
+}
+
+/** `EnqueueOptions.debounce`: a window, and optionally the longest a job may wait from its first enqueue. */
+export interface DebounceWindow extends EnqueueWindow {
+  /** The job runs at most this long after the first enqueue that stored it, however often it is replaced. */
+  maxWaitMs?: number;
+}
+
 /** The options of one `enqueueMany` item: a session is the whole batch's (`EnqueueManyOptions`). */
 export type EnqueueItemOptions = Omit<EnqueueOptions, 'session'>;
 
@@ -44,8 +71,10 @@ export interface EnqueueManyOptions {
 /** What `enqueue`/`enqueueMany` return: the job, and whether it was stored by this call. */
 export type EnqueuedJobRecord<TPayload = unknown> = JobRecord<TPayload> & {
   /**
-   * True when nothing was stored because a pending or running job of the same name holds the `dedupeKey`: the record
-   * is that job's (its payload and options, not yours), and no `enqueued` event was emitted for it.
+   * True when nothing new was stored, and no `enqueued` event was emitted: a pending or running job of the same name
+   * holds the `dedupeKey`, or a job of the same name took the `throttle` key's window (the record is that job's, with
+   * its payload and options, not yours), or a pending job holds the `debounce` key (the record is that job after your
+   * payload replaced its own and its `runAt` moved).
    */
   deduplicated: boolean;
 };

@@ -2,6 +2,7 @@ import type { mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
 import type { JobAttempt } from '../model/job-record.js';
 import { MAX_ATTEMPT_HISTORY } from '../model/jobs.constants.js';
+import { DEBOUNCE_FIELDS } from './row-fields.js';
 
 /**
  * How a claim finds and takes a row: the filters, sorts and updates of a claim (`pending`) and a reclaim (`running`),
@@ -92,10 +93,12 @@ function reclaimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.Upda
   };
 }
 
+/** Takes a pending row; a debounced job gives its key up as it starts, so the next enqueue of it stores a new job. */
 function claimUpdate(now: Date, lockId: string, lockedUntil: Date): mongo.UpdateFilter<JobDocument> {
   return {
     $set: { status: 'running', ...lockOf(now, lockId, lockedUntil) },
     $inc: { fencingToken: 1 },
+    $unset: DEBOUNCE_FIELDS,
   };
 }
 

@@ -6,3 +6,16 @@
 export function dedupeScope(name: string, dedupeKey: string): string {
   return JSON.stringify([name, dedupeKey]);
 }
+
+/**
+ * The indexed form of a throttle key: one job per name, key and window. The window's length is part of it, so two
+ * callers throttling one key by different windows do not read each other's window numbers.
+ */
+export function throttleScope(name: string, key: string, windowMs: number, runAt: Date): string {
+  return JSON.stringify([name, key, windowMs, Math.floor(runAt.getTime() / windowMs)]);
+}
+
+/** The indexed form of a debounce key: one pending job per name and key. */
+export function debounceScope(name: string, key: string): string {
+  return JSON.stringify([name, key]);
+}

@@ -22,6 +22,18 @@ export const SCHEDULE_INDEX: GuaranteeIndex = {
   guards: 'one job per cron tick',
 };
 
+export const THROTTLE_SCOPE_INDEX: GuaranteeIndex = {
+  name: 'throttle_scope',
+  field: 'throttleScope',
+  guards: 'one job per job name, throttle key and window',
+};
+
+export const DEBOUNCE_SCOPE_INDEX: GuaranteeIndex = {
+  name: 'debounce_scope',
+  field: 'debounceScope',
+  guards: 'one pending job per job name and debounce key',
+};
+
 export const CONCURRENCY_SLOT_INDEX: GuaranteeIndex = {
   name: 'concurrency_slot',
   field: 'concurrencySlot',
@@ -37,6 +49,8 @@ export const GROUP_SLOT_INDEX: GuaranteeIndex = {
 export const GUARANTEE_INDEXES: readonly GuaranteeIndex[] = [
   DEDUPE_SCOPE_INDEX,
   SCHEDULE_INDEX,
+  THROTTLE_SCOPE_INDEX,
+  DEBOUNCE_SCOPE_INDEX,
   CONCURRENCY_SLOT_INDEX,
   GROUP_SLOT_INDEX,
 ];

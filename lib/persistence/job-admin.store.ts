@@ -14,14 +14,14 @@ import { DEDUPE_SCOPE_INDEX } from './guarantee-indexes.js';
 import { JobEnqueueStore } from './job-enqueue.store.js';
 import { JobReadStore } from './job-read.store.js';
 import { jobsCollection } from './jobs-collection.js';
-import { LIVE, LOCK_FIELDS } from './row-fields.js';
+import { DEBOUNCE_FIELDS, LIVE, LOCK_FIELDS } from './row-fields.js';
 
 /**
  * Unset by cancel: like RELEASED_FIELDS but `lockedUntil` (raised by the cancel) and the slots stay: until that
  * deadline a cancelled run's handler may still run (`retry` makes the job due no earlier, and neither purge nor the
  * sweeper deletes the row), and it keeps counting against the limits.
  */
-const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '', leaseMs: '' } as const;
+const CANCELLED_FIELDS = { lockedBy: '', dedupeScope: '', leaseMs: '', ...DEBOUNCE_FIELDS } as const;
 
 const REVIVABLE: JobStatus[] = ['dead', 'failed', 'cancelled'];
 

@@ -6,6 +6,7 @@ import { JobLeaseStore } from './job-lease.store.js';
 import { JobOutcomeStore } from './job-outcome.store.js';
 import { JobReadStore } from './job-read.store.js';
 import { JobRetentionStore } from './job-retention.store.js';
+import { JobWindowStore } from './job-window.store.js';
 
 /**
  * The jobs collection's stores, one per step of a job's flow: every query and update on it is in one of them, and
@@ -14,6 +15,7 @@ import { JobRetentionStore } from './job-retention.store.js';
 export const JOB_STORES = [
   JobIndexStore,
   JobEnqueueStore,
+  JobWindowStore,
   JobClaimStore,
   JobLeaseStore,
   JobOutcomeStore,

@@ -5,7 +5,14 @@ import { describeJobId } from '../model/job-id.js';
 import type { JobLogLine } from '../model/job-log.js';
 import { JOB_STATUSES, type JobRecord } from '../model/job-record.js';
 import { decodePayload } from '../model/payload-codec.js';
-import { CONCURRENCY_SLOT_INDEX, DEDUPE_SCOPE_INDEX, GROUP_SLOT_INDEX, SCHEDULE_INDEX } from './guarantee-indexes.js';
+import {
+  CONCURRENCY_SLOT_INDEX,
+  DEBOUNCE_SCOPE_INDEX,
+  DEDUPE_SCOPE_INDEX,
+  GROUP_SLOT_INDEX,
+  SCHEDULE_INDEX,
+  THROTTLE_SCOPE_INDEX,
+} from './guarantee-indexes.js';
 
 /** Schema for documentation and index management; hot-path queries use the native collection. */
 export function createJobSchema(collectionName: string): Schema<JobDocument> {
@@ -28,6 +35,9 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
       dedupeKey: String,
       dedupeScope: String,
       scheduleKey: String,
+      throttleScope: String,
+      debounceScope: String,
+      debounceUntil: Date,
       expiresAt: Date,
       group: String,
       concurrencySlot: String,
@@ -53,6 +63,10 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   uniqueSparse(schema, DEDUPE_SCOPE_INDEX);
   // One job per schedule tick, forever: the key is never unset.
   uniqueSparse(schema, SCHEDULE_INDEX);
+  // One job per throttle key and window, forever (the scope is never unset); one pending job per debounce key (its
+  // claim unsets the scope).
+  uniqueSparse(schema, THROTTLE_SCOPE_INDEX);
+  uniqueSparse(schema, DEBOUNCE_SCOPE_INDEX);
   // Fleet-wide limits: one row per slot, so at most `limit` rows of a name (or group) hold one.
   uniqueSparse(schema, CONCURRENCY_SLOT_INDEX);
   uniqueSparse(schema, GROUP_SLOT_INDEX);

@@ -150,6 +150,20 @@ describe('bad input: typed errors, nothing written or lost', () => {
     ['a runAt after the year 9999', { runAt: new Date('+010000-01-01T00:00:00Z') }],
     ['maxAttempts 1e300', { maxAttempts: 1e300 }],
     ['maxAttempts 1,001', { maxAttempts: 1_001 }],
+    ['a throttle that is no object', { throttle: 'k' }],
+    ['a throttle without a key', { throttle: { windowMs: 1000 } }],
+    ['a throttle with an empty key', { throttle: { key: ' ', windowMs: 1000 } }],
+    ['a throttle window of 0 ms', { throttle: { key: 'k', windowMs: 0 } }],
+    ['a throttle window of NaN ms', { throttle: { key: 'k', windowMs: Number.NaN } }],
+    ['a misspelt throttle window', { throttle: { key: 'k', window: 1000 } }],
+    ['a throttle beside a dedupeKey', { throttle: { key: 'k', windowMs: 1000 }, dedupeKey: 'k' }],
+    ['a throttle beside a debounce', { throttle: { key: 'k', windowMs: 1000 }, debounce: { key: 'k', windowMs: 1 } }],
+    ['a debounce window of Infinity ms', { debounce: { key: 'k', windowMs: Number.POSITIVE_INFINITY } }],
+    ['a negative debounce maxWaitMs', { debounce: { key: 'k', windowMs: 1000, maxWaitMs: -1 } }],
+    ['a debounce with a 201-character key', { debounce: { key: 'k'.repeat(201), windowMs: 1000 } }],
+    ['a debounce beside a runAt', { debounce: { key: 'k', windowMs: 1000 }, runAt: new Date() }],
+    ['a debounce beside a delayMs', { debounce: { key: 'k', windowMs: 1000 }, delayMs: 5 }],
+    ['a debounce beside a dedupeKey', { debounce: { key: 'k', windowMs: 1000 }, dedupeKey: 'k' }],
   ])('enqueue with %s throws InvalidOptionError and stores nothing', async (_label, options) => {
     const enqueue = app.jobs.enqueue('ok', {}, options as never);
     await expect(enqueue).rejects.toBeInstanceOf(InvalidOptionError);

@@ -44,6 +44,12 @@ describe('indexes the guarantees depend on', () => {
       name: 'concurrency_slot',
     },
     { what: 'a non-unique index on the group slot under another name', field: 'groupSlot', name: 'by_group_slot' },
+    { what: 'a non-unique index under the throttle index name', field: 'throttleScope', name: 'throttle_scope' },
+    {
+      what: 'a non-unique index on the debounce scope under another name',
+      field: 'debounceScope',
+      name: 'by_debounce',
+    },
   ])('fail bootstrap with IndexConflictError naming the index when there is $what', async ({ field, name }) => {
     const dbName = freshDb('idx_conflict');
     await client

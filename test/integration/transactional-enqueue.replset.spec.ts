@@ -90,6 +90,32 @@ describeWithTransactions(`enqueue inside a real transaction (${transactions.reas
     expect(await orders().countDocuments({ orderId: 'with-held-key' })).toBe(1);
   });
 
+  it('throttle and debounce inside a transaction: the holder returned, the replacement rolled back with it', async () => {
+    const throttle = { key: 'txn-throttle', windowMs: 3_600_000 };
+    const debounce = { key: 'txn-debounce', windowMs: 3_600_000 };
+    const throttled = await app.jobs.enqueue('order.confirm', 'outside', { throttle });
+    const debounced = await app.jobs.enqueue('order.confirm', 'outside', { debounce });
+    const inside = await app.connection.transaction(async (session) => {
+      await orders().insertOne({ orderId: 'with-windows' }, { session });
+      return [
+        await app.jobs.enqueue('order.confirm', 'inside', { session, throttle }),
+        await app.jobs.enqueue('order.confirm', 'inside', { session, debounce }),
+      ];
+    });
+    expect(inside.map((job) => [job.id, job.deduplicated])).toEqual([
+      [throttled.id, true],
+      [debounced.id, true],
+    ]);
+    expect(await app.jobs.findById(debounced.id)).toMatchObject({ payload: 'inside' });
+    await expect(
+      app.connection.transaction(async (session) => {
+        await app.jobs.enqueue('order.confirm', 'rolled back', { session, debounce });
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    expect(await app.jobs.findById(debounced.id)).toMatchObject({ payload: 'inside' });
+  });
+
   it('two transactions taking one key: the second conflicts, retries after the first commits, and dedupes', async () => {
     const firstHolds = deferred();
     const secondTried = deferred();

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { JobsModuleOptions, JobsWorkerStatus } from '../../lib';
+import type { EnqueuedJobRecord, EnqueueOptions, JobsModuleOptions, JobsWorkerStatus } from '../../lib';
 import { sleep } from './sleep';
 
 const WORKER_SCRIPT = resolve('test/support/chaos-worker.cjs');
@@ -31,6 +31,12 @@ export interface UnexpectedExit {
   output: string[];
 }
 
+/** A worker's answer to an enqueue request. */
+interface EnqueueAnswer {
+  job?: EnqueuedJobRecord;
+  error?: { name?: string; message?: string };
+}
+
 /** One worker process (a chaos-worker.cjs child). */
 export class ChaosWorker {
   readonly ready: Promise<void>;
@@ -41,6 +47,7 @@ export class ChaosWorker {
   /** The last lines this worker printed. */
   readonly output: string[] = [];
   private readonly pendingStatus = new Map<number, (status: JobsWorkerStatus) => void>();
+  private readonly pendingEnqueues = new Map<number, (answer: EnqueueAnswer) => void>();
   private nextStatusId = 0;
   private readonly log: (line: string) => void;
 
@@ -78,8 +85,13 @@ export class ChaosWorker {
     });
     this.ready.catch(() => undefined); // observed by whoever awaits it
     if (child.stderr) createInterface({ input: child.stderr }).on('line', (line) => this.log(`${id} ! ${line}`));
-    child.on('message', (message: { type?: string; id?: number; status?: JobsWorkerStatus }) => {
-      if (message.type !== 'status' || message.id === undefined || !message.status) return;
+    child.on('message', (message: { type?: string; id?: number; status?: JobsWorkerStatus } & EnqueueAnswer) => {
+      if (message.id === undefined) return;
+      if (message.type === 'enqueued') {
+        this.pendingEnqueues.get(message.id)?.(message);
+        this.pendingEnqueues.delete(message.id);
+      }
+      if (message.type !== 'status' || !message.status) return;
       this.pendingStatus.get(message.id)?.(message.status);
       this.pendingStatus.delete(message.id);
     });
@@ -106,6 +118,22 @@ export class ChaosWorker {
         if (!error) return;
         clearTimeout(timer);
         this.pendingStatus.delete(id);
+        fail(error);
+      });
+    });
+  }
+
+  /** `JobsService.enqueue` in this process, over IPC (options without a session); rejects with its error's message. */
+  enqueue(name: string, payload: unknown, options: Omit<EnqueueOptions, 'session'> = {}): Promise<EnqueuedJobRecord> {
+    const id = this.nextStatusId++;
+    return new Promise((done, fail) => {
+      this.pendingEnqueues.set(id, ({ job, error }) => {
+        if (job) done(job);
+        else fail(new Error(`${this.id}: enqueue failed: ${error?.name}: ${error?.message}`));
+      });
+      this.child.send({ type: 'enqueue', id, name, payload, options }, (error) => {
+        if (!error) return;
+        this.pendingEnqueues.delete(id);
         fail(error);
       });
     });
