@@ -329,7 +329,8 @@ function overLimit(calls: HandlerCall[], limit: number, what: string, lines: His
 
 /**
  * Invariant 3: after the quiesce, every job is final (or pending with a name nobody handles), no running row is left,
- * no pending row holds a slot, and no row vanished (purge, sweep) before it was final.
+ * no pending row holds a slot, no row that left pending holds a debounce key, and no row vanished (purge, sweep)
+ * before it was final.
  */
 function unsettledJobs(lines: HistoryLine[], finalRows: RowSnapshot[], context: CheckContext): Violation[] {
   const violations: Violation[] = [];
@@ -353,6 +354,15 @@ function unsettledJobs(lines: HistoryLine[], finalRows: RowSnapshot[], context: 
         job,
         title: expired ? 'a running row with an expired lease remains' : 'a job is still running after the quiesce',
         detail: `${row.name} locked by ${row.lockedBy} until ${row.lockedUntil ? row.lockedUntil.getTime() - now : '?'} ms from the end`,
+        evidence: history,
+      });
+    }
+    if (row.status !== 'pending' && row.debounceScope !== undefined) {
+      violations.push({
+        invariant: 3,
+        job,
+        title: 'a row no longer pending still holds its debounce key',
+        detail: `${row.name} (${row.status}): ${row.debounceScope}`,
         evidence: history,
       });
     }

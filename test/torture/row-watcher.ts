@@ -13,6 +13,8 @@ export interface RowSnapshot {
   attempts?: { at: Date; error: string; errorClass: string }[];
   concurrencySlot?: string;
   groupSlot?: string;
+  /** A debounced job's key: held only while it is pending (its claim unsets it). */
+  debounceScope?: string;
   group?: string;
   runAt?: Date;
   finishedAt?: Date;

@@ -35,8 +35,16 @@ function drawEnqueue(random, config) {
     payload.group = random.pick(config.groups);
     options.group = payload.group;
   }
-  if (random.chance(0.2)) options.dedupeKey = `k${random.int(0, 5)}`;
-  if (random.chance(0.2)) options.delayMs = random.int(50, 1500);
+  // At most one kind of key: dedupe (live jobs), throttle (a window, kept after the job ends) or debounce (pending).
+  const key = random.weighted({ none: 6, dedupe: 2, throttle: 1, debounce: 1 });
+  if (key === 'dedupe') options.dedupeKey = `k${random.int(0, 5)}`;
+  if (key === 'throttle') options.throttle = { key: `t${random.int(0, 3)}`, windowMs: random.int(200, 2000) };
+  if (key === 'debounce') {
+    options.debounce = { key: `d${random.int(0, 3)}`, windowMs: random.int(20, 600) };
+    if (random.chance(0.5)) options.debounce.maxWaitMs = random.int(100, 1200);
+  }
+  // A debounced job's runAt is the window's end.
+  if (key !== 'debounce' && random.chance(0.2)) options.delayMs = random.int(50, 1500);
   if (random.chance(0.3)) options.priority = random.int(-2, 2);
   return { name: spec.name, payload, options };
 }
