@@ -80,8 +80,10 @@ export class JobsService {
   /**
    * Stores a job for a handler to run. Validates everything before writing: on any error nothing is stored. With a
    * `dedupeKey` held by a pending or running job of the same name, returns that job with `deduplicated: true` and
-   * stores nothing (and emits no `enqueued` event). A stored job's record carries your payload as given (the same
-   * object); `findById` returns it as stored.
+   * stores nothing (and emits no `enqueued` event). With `throttle`, the job of the key's window is returned the same
+   * way once it exists, even finished; with `debounce`, the pending job of the key takes your payload and a later
+   * `runAt` and is returned with `deduplicated: true` (see the README's "Throttle and debounce"). A stored job's record
+   * carries your payload as given (the same object); `findById` returns it as stored.
    *
    * Once the app declares a `JobPayloads` catalogue, `name` must be a declared name and `payload` its declared type;
    * a name declared elsewhere (another service's) goes through the overload taking `{ strict: false }`.
@@ -119,7 +121,8 @@ export class JobsService {
   /**
    * Stores many jobs in one bulk insert, returned in input order. All items are validated first; with a
    * `dedupeKey` already held by a pending or running job of the same name (or repeated in the batch), the holder is
-   * returned for that item, with `deduplicated: true`.
+   * returned for that item, with `deduplicated: true`. Throttled and debounced items are written one at a time after
+   * the others, in input order, each as `enqueue` writes it.
    *
    * Once the app declares a `JobPayloads` catalogue, each item is checked by its own name as `enqueue` checks it
    * (an undeclared name needs `options: { strict: false }`).

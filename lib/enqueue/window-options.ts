@@ -2,7 +2,8 @@ import { addMs } from '../model/clock.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import type { JobDocument } from '../model/job-document.js';
 import type { EnqueueOptions } from '../model/jobs.types.js';
-import { duration, nonEmptyString, onlyKnownKeys } from '../model/validate.js';
+import { MAX_DURATION_MS } from '../model/jobs.constants.js';
+import { integerInRange, nonEmptyString, onlyKnownKeys } from '../model/validate.js';
 import { debounceScope, throttleScope } from '../persistence/dedupe-scope.js';
 
 /** The fields `throttle` or `debounce` set on a new job. */
@@ -28,7 +29,7 @@ export function windowFields(name: string, options: EnqueueOptions, runAt: Date,
   const { key, windowMs } = windowOf('debounce', debounce, DEBOUNCE_KEYS);
   const end = addMs(at, windowMs);
   if (debounce.maxWaitMs === undefined) return { debounceScope: debounceScope(name, key), runAt: end };
-  const until = addMs(at, duration('debounce.maxWaitMs', debounce.maxWaitMs));
+  const until = addMs(at, wholeMs('debounce.maxWaitMs', debounce.maxWaitMs));
   return {
     debounceScope: debounceScope(name, key),
     debounceUntil: until,
@@ -42,7 +43,12 @@ function windowOf(option: string, value: unknown, known: readonly string[]): { k
   }
   onlyKnownKeys(value, known, `a key of ${option}`);
   const { key, windowMs } = value as { key?: unknown; windowMs?: unknown };
-  return { key: nonEmptyString(`${option}.key`, key), windowMs: duration(`${option}.windowMs`, windowMs) };
+  return { key: nonEmptyString(`${option}.key`, key), windowMs: wholeMs(`${option}.windowMs`, windowMs) };
+}
+
+/** A whole number of ms from 1 to MAX_DURATION_MS: a window of a fraction of a ms would number every instant alike. */
+function wholeMs(option: string, value: unknown): number {
+  return integerInRange(option, value, 1, MAX_DURATION_MS);
 }
 
 function excludes(option: string, value: unknown, options: EnqueueOptions, others: (keyof EnqueueOptions)[]): void {

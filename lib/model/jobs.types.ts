@@ -46,7 +46,7 @@ export interface EnqueueOptions {
   session?: ClientSession;
 }
 
-/** A key and a window in ms (above 0, at most ~31 years): `EnqueueOptions.throttle`. */
+/** A key and a window, a whole number of ms from 1 to 1e12 (~31 years): `EnqueueOptions.throttle`. */
 export interface EnqueueWindow {
   /** A non-empty string of at most 200 characters, scoped by job name (as `dedupeKey`). */
   key: string;
@@ -55,7 +55,10 @@ export interface EnqueueWindow {
 
 /** `EnqueueOptions.debounce`: a window, and optionally the longest a job may wait from its first enqueue. */
 export interface DebounceWindow extends EnqueueWindow {
-  /** The job runs at most this long after the first enqueue that stored it, however often it is replaced. */
+  /**
+   * The job runs at most this long (whole ms) after the enqueue that stored it, however often it is replaced; a
+   * replacement's own `maxWaitMs` bounds the `runAt` it sets too.
+   */
   maxWaitMs?: number;
 }
 

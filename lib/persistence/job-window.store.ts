@@ -51,7 +51,8 @@ export class JobWindowStore {
         { $setOnInsert: fields },
         { ...USER_VALUE_OPTIONS, session, upsert: true, returnDocument: 'after' },
       )) as JobDocument;
-      return row._id.equals(doc._id) ? { kind: 'inserted', doc: row } : { kind: 'held', holder: row };
+      // Stored: the caller's own document, so its record carries the payload as given (as an insert's does).
+      return row._id.equals(doc._id) ? { kind: 'inserted', doc: { ...doc } } : { kind: 'held', holder: row };
     } catch (error) {
       if (!isDuplicateKey(error)) throw error;
       if (await clashesOn(this.collection, error, INDEX_OF[field], { [field]: scope }, session)) {

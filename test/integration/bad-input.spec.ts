@@ -155,6 +155,8 @@ describe('bad input: typed errors, nothing written or lost', () => {
     ['a throttle with an empty key', { throttle: { key: ' ', windowMs: 1000 } }],
     ['a throttle window of 0 ms', { throttle: { key: 'k', windowMs: 0 } }],
     ['a throttle window of NaN ms', { throttle: { key: 'k', windowMs: Number.NaN } }],
+    ['a throttle window of 1e-300 ms (every instant in one window)', { throttle: { key: 'k', windowMs: 1e-300 } }],
+    ['a throttle window of 1.5 ms', { throttle: { key: 'k', windowMs: 1.5 } }],
     ['a misspelt throttle window', { throttle: { key: 'k', window: 1000 } }],
     ['a throttle beside a dedupeKey', { throttle: { key: 'k', windowMs: 1000 }, dedupeKey: 'k' }],
     ['a throttle beside a debounce', { throttle: { key: 'k', windowMs: 1000 }, debounce: { key: 'k', windowMs: 1 } }],

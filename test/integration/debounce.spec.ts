@@ -120,7 +120,7 @@ describe('debounce: one pending job per key, run once the key is quiet', () => {
     });
   });
 
-  it('costs two commands for the enqueue that stores the job, one per replacement', async () => {
+  it('costs two commands for the enqueue that stores the job, one per replacement, three once maxWaitMs caps it', async () => {
     const { app, commands } = await monitoredApp(uniqueDatabaseName('debounce_cost'));
     try {
       const sent = () => commands.splice(0).filter((name) => name !== 'hello' && name !== 'ping');
@@ -131,6 +131,12 @@ describe('debounce: one pending job per key, run once the key is quiet', () => {
       await app.jobs.enqueue('idle', 2, { debounce });
       await app.jobs.enqueue('idle', 3, { debounce });
       expect(sent()).toEqual(['findAndModify', 'findAndModify']);
+      // Past the deadline of maxWaitMs: the filtered replacement misses, the upsert reads the job, one replaces it.
+      const capped = { key: 'capped-cost', windowMs: HOUR, maxWaitMs: 1_000 };
+      await app.jobs.enqueue('idle', 1, { debounce: capped });
+      sent();
+      await app.jobs.enqueue('idle', 2, { debounce: capped });
+      expect(sent()).toEqual(['findAndModify', 'findAndModify', 'findAndModify']);
     } finally {
       await app.close();
     }

@@ -87,6 +87,23 @@ describe('payload round trip through MongoDB', () => {
     await app.jobs.cancel(job.id);
   });
 
+  it.each([
+    { how: 'throttle', options: { throttle: { key: 'as-given', windowMs: 3_600_000 } } },
+    { how: 'debounce', options: { debounce: { key: 'as-given', windowMs: 3_600_000 } } },
+  ])('$how: the job stored returns the payload as given; a later enqueue returns it as stored', async ({ options }) => {
+    const given = { bytes: new Uint8Array([1, 2]), gone: undefined };
+    const job = await app.jobs.enqueue('echo', given, options);
+    expect(job.payload).toBe(given);
+    const stored = { bytes: Buffer.from([1, 2]) };
+    expect((await app.jobs.findById(job.id))?.payload).toStrictEqual(stored);
+    const again = await app.jobs.enqueue('echo', { bytes: new Uint8Array([3]) }, options);
+    expect(again.id).toBe(job.id);
+    // A throttle returns the window's job as stored; a debounce, the job with the new payload, as stored.
+    const expected = 'throttle' in options ? stored : { bytes: Buffer.from([3]) };
+    expect(again.payload).toStrictEqual(expected);
+    await app.jobs.cancel(job.id);
+  });
+
   it('drops undefined and symbol-keyed object entries (as JSON does); undefined array items become null', async () => {
     const sent = { kept: 1, gone: undefined, list: [1, undefined], [Symbol('meta')]: 'x' };
     const payload = (await runEcho(sent)) as Record<string | symbol, unknown>;

@@ -116,6 +116,23 @@ describeWithTransactions(`enqueue inside a real transaction (${transactions.reas
     expect(await app.jobs.findById(debounced.id)).toMatchObject({ payload: 'inside' });
   });
 
+  it('a throttled and a debounced job stored inside a transaction exist, and are announced, only once it commits', async () => {
+    events = [];
+    const windows = [
+      { throttle: { key: 'txn-new-t', windowMs: 3_600_000 } },
+      { debounce: { key: 'txn-new-d', windowMs: 3_600_000 } },
+    ];
+    const stored = await app.connection.transaction(async (session) => {
+      const jobs = [];
+      for (const options of windows) jobs.push(await app.jobs.enqueue('order.confirm', null, { session, ...options }));
+      expect(events).toEqual([]);
+      return jobs;
+    });
+    expect(stored.map((job) => job.deduplicated)).toEqual([false, false]);
+    for (const job of stored) expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending' });
+    expect(events.map((event) => event.jobId)).toEqual(stored.map((job) => job.id));
+  });
+
   it('two transactions taking one key: the second conflicts, retries after the first commits, and dedupes', async () => {
     const firstHolds = deferred();
     const secondTried = deferred();
