@@ -1,8 +1,8 @@
 import { addMs } from '../model/clock.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import type { JobDocument } from '../model/job-document.js';
-import type { EnqueueOptions } from '../model/jobs.types.js';
 import { MAX_DURATION_MS } from '../model/jobs.constants.js';
+import type { EnqueueOptions } from '../model/jobs.types.js';
 import { integerInRange, nonEmptyString, onlyKnownKeys } from '../model/validate.js';
 import { debounceScope, throttleScope } from '../persistence/dedupe-scope.js';
 

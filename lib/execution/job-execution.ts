@@ -2,15 +2,13 @@ import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js
 import type { Lease } from '../lease/lease.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { now } from '../model/clock.js';
-import { truncate } from '../model/error-info.js';
-import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import { JobTimeoutError } from '../model/errors/job-timeout.error.js';
 import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
-import { MAX_LOG_LINE_BYTES } from '../model/job-log.js';
+import { logLine } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import { decodePayload } from '../model/payload-codec.js';
 import { progressSnapshot } from '../model/progress-validator.js';
@@ -77,10 +75,7 @@ export class JobExecution {
         renewal.catch(() => undefined);
         return renewal;
       },
-      log: (message: string) => {
-        if (typeof message !== 'string') throw new InvalidOptionError('message', message, 'must be a string');
-        lease.log({ at: now(), attempt: doc.attemptCount + 1, message: truncate(message, MAX_LOG_LINE_BYTES) });
-      },
+      log: (message: string) => lease.log(logLine(message, doc.attemptCount + 1, now())),
       updateProgress: (value: JobProgress) => {
         let write: Promise<void>;
         try {

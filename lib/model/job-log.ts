@@ -1,3 +1,6 @@
+import { truncate } from './error-info.js';
+import { InvalidOptionError } from './errors/invalid-option.error.js';
+
 /** One line a handler logged with `ctx.log` (`JobRecord.logs`). */
 export interface JobLogLine {
   /** When the handler logged it (the worker's clock). */
@@ -24,4 +27,14 @@ export const MAX_LOG_BYTES = MAX_LOG_LINES * (MAX_LOG_LINE_BYTES + 100);
 export interface LogBatch {
   lines: JobLogLine[];
   count: number;
+}
+
+/**
+ * The line `ctx.log(message)` stores, for the worker's context and the testing kit's alike: a string only, cut at
+ * MAX_LOG_LINE_BYTES of UTF-8.
+ * @throws InvalidOptionError for a message that is not a string.
+ */
+export function logLine(message: unknown, attempt: number, at: Date): JobLogLine {
+  if (typeof message !== 'string') throw new InvalidOptionError('message', message, 'must be a string');
+  return { at, attempt, message: truncate(message, MAX_LOG_LINE_BYTES) };
 }

@@ -1,12 +1,11 @@
 import { Types } from 'mongoose';
 import { lockExtensionError } from '../lease/lock-extension.js';
-import { truncate } from '../model/error-info.js';
 import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobExecutionContext } from '../model/job-execution-context.js';
 import { parseJobId } from '../model/job-id.js';
-import { type JobLogLine, MAX_LOG_LINE_BYTES } from '../model/job-log.js';
+import { type JobLogLine, logLine } from '../model/job-log.js';
 import type { JobProgress } from '../model/job-record.js';
 import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH } from '../model/jobs.constants.js';
 import { progressSnapshot } from '../model/progress-validator.js';
@@ -103,8 +102,8 @@ export function createTestJobContext(overrides: TestJobContextOverrides = {}): T
     progressUpdates,
     logs,
     log(message: string): void {
-      if (typeof message !== 'string') throw new InvalidOptionError('message', message, 'must be a string');
-      if (!stale) logs.push({ at: new Date(), attempt, message: truncate(message, MAX_LOG_LINE_BYTES) });
+      const line = logLine(message, attempt, new Date());
+      if (!stale) logs.push(line);
     },
     extendLockTime(ms: number): Promise<void> {
       return forgettable(() => {
