@@ -15,9 +15,6 @@ import { Watchdog } from './watchdog.js';
 
 export type { LeaseConfig, LeaseEnd, LeaseRenewer, RenewalAnswer } from './lease-config.js';
 
-/** Lines waiting that make the lease ask for a write of its own, rather than wait for the next beat. */
-export const LOG_FLUSH_LINES = 50;
-
 enum State {
   Created, // not started: requests are written, no beat is scheduled
   Renewing, // started: the heartbeat renews
@@ -63,8 +60,6 @@ export class Lease {
   private readonly watchdog: Watchdog;
   /** Lines logged and not written yet: the next write takes them (`write`, or `takeLogsForOutcome`). */
   private readonly logs = new LogBuffer();
-  /** The outcome write took over the lines: renewals carry none. */
-  private logsToOutcome = false;
   /** The last write failed and its retry waits: lines wait for it rather than ask for writes of their own. */
   private backingOff = false;
 
@@ -117,7 +112,7 @@ export class Lease {
   log(line: JobLogLine): void {
     if (this.state !== State.Created && this.state !== State.Renewing) return;
     this.logs.add(line);
-    if (this.logsToOutcome || this.backingOff || this.waiting || this.logs.size < LOG_FLUSH_LINES) return;
+    if (this.backingOff || this.waiting || !this.logs.wantsWrite) return;
     void this.request(this.config.leaseMs, undefined);
   }
 
@@ -126,7 +121,7 @@ export class Lease {
    * so that its lines have landed or wait again. Renewals carry no line from then on: the outcome has them.
    */
   async takeLogsForOutcome(): Promise<LogBatch | undefined> {
-    this.logsToOutcome = true;
+    this.logs.keepForOutcome();
     await this.writing?.promise.then(
       () => undefined,
       () => undefined,
@@ -227,7 +222,7 @@ export class Lease {
     if (now >= this.deadline) return this.goStale('expired');
     this.waiting = undefined;
     this.writing = request;
-    const logs = this.logsToOutcome ? undefined : this.logs.take();
+    const logs = this.logs.takeForRenewal();
     let answer: RenewalAnswer;
     try {
       answer = await this.config.renew(new Date(now + request.ms), request.progress, logs);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
 import { InvalidOptionError, type JobExecutionContext, JobHandler } from '../../lib';
-import { LOG_FLUSH_LINES } from '../../lib/lease/lease';
+import { LOG_FLUSH_LINES } from '../../lib/lease/log-buffer';
 import { MAX_LOG_LINE_BYTES, MAX_LOG_LINES } from '../../lib/model/job-log';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { uniqueDatabaseName } from '../support/test-database';

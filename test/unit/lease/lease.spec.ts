@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, jest } from '@jest/globals';
-import { Lease, type LeaseConfig, LOG_FLUSH_LINES } from '../../../lib/lease/lease';
+import { Lease, type LeaseConfig } from '../../../lib/lease/lease';
+import { LOG_FLUSH_LINES } from '../../../lib/lease/log-buffer';
 import { InvalidDurationError } from '../../../lib/model/errors/invalid-duration.error';
 import { JobCancelledError } from '../../../lib/model/errors/job-cancelled.error';
 import { LeaseLostError } from '../../../lib/model/errors/lease-lost.error';
