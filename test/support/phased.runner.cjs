@@ -64,6 +64,7 @@ const HEAVY_NEIGHBOURS = [
   'e2e/dashboard-browser.spec.ts',
   'e2e/dashboard-cross-site-browser.spec.ts',
   'e2e/dashboard-operator-browser.spec.ts',
+  'e2e/dashboard-scale-browser.spec.ts',
   'e2e/dashboard-stacks-browser.spec.ts',
   'torture/checker-teeth.spec.ts',
   'torture/torture-quick.spec.ts',
