@@ -82,8 +82,8 @@ export class JobsService {
    * `dedupeKey` held by a pending or running job of the same name, returns that job with `deduplicated: true` and
    * stores nothing (and emits no `enqueued` event). With `throttle`, the job of the key's window is returned the same
    * way once it exists, even finished; with `debounce`, the pending job of the key takes your payload and a later
-   * `runAt` and is returned with `deduplicated: true` (see the README's "Throttle and debounce"). A stored job's record
-   * carries your payload as given (the same object); `findById` returns it as stored.
+   * `runAt` and is returned with `deduplicated: true` (see docs/enqueueing.md, "Throttle and debounce"). A stored
+   * job's record carries your payload as given (the same object); `findById` returns it as stored.
    *
    * Once the app declares a `JobPayloads` catalogue, `name` must be a declared name and `payload` its declared type;
    * a name declared elsewhere (another service's) goes through the overload taking `{ strict: false }`.
@@ -300,7 +300,7 @@ export class JobsService {
   /**
    * The live worker processes of the whole fleet (every process with `worker: true` on this collection, this one
    * included), sorted by workerId: those whose presence refresh is at most three refresh intervals old. A process
-   * that shut down is gone at once; one that died, after three missed refreshes (see the README's "Fleet view").
+   * that shut down is gone at once; one that died, after three missed refreshes (see docs/operations.md, "Fleet view").
    */
   async workers(): Promise<JobsWorker[]> {
     return (await this.workersRepository.findLive(now())).map(toJobsWorker);

@@ -7,7 +7,7 @@ import { BasicTracerProvider, ConsoleSpanExporter, SimpleSpanProcessor } from '@
 /**
  * With `JOBS_SAMPLE_TELEMETRY=console`, registers an OpenTelemetry SDK that prints every span and, every 10 s, the
  * metrics to the console. It must run before the app is created: the jobs module picks up the registered providers
- * when it boots. A real app would use `@opentelemetry/sdk-node` instead (see the README's "Observability").
+ * when it boots. A real app would use `@opentelemetry/sdk-node` instead (see docs/observability.md).
  * Returns a function that flushes and unregisters it.
  */
 export function startSampleTelemetry(): () => Promise<void> {

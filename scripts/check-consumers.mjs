@@ -1,7 +1,8 @@
 // Users' own tests, as they write them: each app under test/consumers/ (a NestJS 12 ES module app, a NestJS 11
-// CommonJS app, made by `nest new`) is copied into .cache/consumers/<name>/, completed with the README blocks its
-// consumer.json names, given the packed package, installed with npm, and its test commands run, the e2e ones against
-// a MongoDB (MONGODB_URI when set, else the in-memory Java test server). Prints a table; exits 1 on any failure.
+// CommonJS app, made by `nest new`) is copied into .cache/consumers/<name>/, completed with the code blocks its
+// consumer.json names from the docs page it names (docs/testing.md), given the packed package, installed with npm, and
+// its test commands run, the e2e ones against a MongoDB (MONGODB_URI when set, else the in-memory Java test server).
+// Prints a table; exits 1 on any failure.
 //
 //   node scripts/check-consumers.mjs [--tarball PATH] [name ...]
 import { execFileSync, spawn } from 'node:child_process';
@@ -31,11 +32,12 @@ const FAILURE_TAIL_LINES = 80;
 
 const seconds = (since) => ((Date.now() - since) / 1000).toFixed(1);
 
-/** The fixture's files, then the README blocks its consumer.json names: files written, package.json blocks merged. */
-function prepare(name, snippets, tarball) {
+/** The fixture's files, then the docs blocks its consumer.json names: files written, package.json blocks merged. */
+function prepare(name, tarball) {
   const source = join(FIXTURES_DIR, name);
   const target = join(WORK_DIR, name);
   const manifest = JSON.parse(readFileSync(join(source, 'consumer.json'), 'utf8'));
+  const snippets = readmeSnippets(readFileSync(join(REPO_ROOT, manifest.page), 'utf8'), manifest.page);
   mkdirSync(target, { recursive: true });
   // A fresh copy of the sources each run; node_modules stays for the next install to reuse.
   for (const entry of readdirSync(target)) {
@@ -43,8 +45,8 @@ function prepare(name, snippets, tarball) {
   }
   cpSync(source, target, { recursive: true, filter: (path) => !path.endsWith('consumer.json') });
   let packageJson = JSON.parse(readFileSync(join(target, 'package.json'), 'utf8'));
-  for (const { heading, file } of manifest.readme) {
-    const snippet = findSnippet(snippets, heading, file);
+  for (const { heading, file } of manifest.blocks) {
+    const snippet = findSnippet(snippets, heading, file, manifest.page);
     if (file === 'package.json') {
       packageJson = mergeJson(packageJson, JSON.parse(snippet.code));
     } else {
@@ -161,8 +163,6 @@ async function main(args) {
     result: 'ok',
     seconds: seconds(started),
   });
-  const snippets = readmeSnippets(readFileSync(join(REPO_ROOT, 'README.md'), 'utf8'));
-
   let mongo;
   const mongoUri = async () => {
     if (!mongo) {
@@ -178,7 +178,7 @@ async function main(args) {
   try {
     for (const name of fixtures) {
       started = Date.now();
-      const { dir, manifest } = prepare(name, snippets, tarball);
+      const { dir, manifest } = prepare(name, tarball);
       const installed = install(dir, tarball);
       rows.push({
         app: name,

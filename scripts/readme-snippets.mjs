@@ -1,12 +1,12 @@
-// README code blocks that name a file on their first line (`// src/reports.ts`, `// package.json`), found by that
-// path and the heading they sit under: the consumer apps of scripts/check-consumers.mjs are built from them, so the
-// docs and what CI runs cannot drift apart.
+// Code blocks of a docs page (README.md, docs/*.md) that name a file on their first line (`// src/reports.ts`,
+// `// package.json`), found by that path and the heading they sit under: the consumer apps of
+// scripts/check-consumers.mjs are built from them (docs/testing.md's), so the docs and what CI runs cannot drift apart.
 
 /**
  * Every fenced block whose first line is `// <path>` (anything after the path is a note): `{ heading, file, lang,
- * code }`, `code` being the block without that first line.
+ * code }`, `code` being the block without that first line. `page` only names the page in errors.
  */
-export function readmeSnippets(readme) {
+export function readmeSnippets(readme, page = 'README.md') {
   const snippets = [];
   const lines = readme.split('\n');
   let heading = '';
@@ -19,7 +19,7 @@ export function readmeSnippets(readme) {
     const fence = /^```(\S*)\s*$/.exec(lines[index]);
     if (!fence) continue;
     const end = lines.indexOf('```', index + 1);
-    if (end === -1) throw new Error(`README.md: the code block at line ${index + 1} is never closed`);
+    if (end === -1) throw new Error(`${page}: the code block at line ${index + 1} is never closed`);
     const body = lines.slice(index + 1, end);
     const path = /^\/\/ (\S+)/.exec(body[0] ?? '');
     if (path) snippets.push({ heading, file: path[1], lang: fence[1], code: `${body.slice(1).join('\n')}\n` });
@@ -29,7 +29,7 @@ export function readmeSnippets(readme) {
 }
 
 /** The one snippet for `file` under the heading `heading`; throws when there is none, or more than one. */
-export function findSnippet(snippets, heading, file) {
+export function findSnippet(snippets, heading, file, page = 'README.md') {
   const found = snippets.filter((snippet) => snippet.heading === heading && snippet.file === file);
   if (found.length !== 1) {
     const near = snippets
@@ -37,7 +37,7 @@ export function findSnippet(snippets, heading, file) {
       .map((snippet) => `"${snippet.heading}"`)
       .join(', ');
     throw new Error(
-      `README.md has ${found.length} blocks "// ${file}" under the heading "${heading}" (need exactly one)` +
+      `${page} has ${found.length} blocks "// ${file}" under the heading "${heading}" (need exactly one)` +
         (near ? `; "// ${file}" blocks sit under: ${near}` : ''),
     );
   }

@@ -17,7 +17,7 @@ export interface JobHandlerOptions {
    * per tick is enqueued however many instances run; its payload is `{ scheduledFor: '<tick ISO>' }`. Across clock
    * changes, as in Vixie cron, a schedule whose minute or hour field starts with `*` runs in real time and any other
    * fires once per wall-clock time (a skipped time at the jump); after a stall only the latest due tick is enqueued,
-   * so a tick no instance fired has no job (see the README's Cron section).
+   * so a tick no instance fired has no job (see docs/scheduling.md).
    */
   cron?: string;
   /** IANA time zone the cron expression is read in. @default UTC */

@@ -44,7 +44,7 @@ export type JobName = CatalogueDeclared extends true ? DeclaredJobName : string;
 
 /**
  * A declared payload as its handler receives it: a job enqueued without payload (`undefined`) is stored, and handed
- * over, as `null` (see Payloads in the README).
+ * over, as `null` (see Payloads in docs/enqueueing.md).
  */
 export type StoredPayload<TPayload> = undefined extends TPayload ? Exclude<TPayload, undefined> | null : TPayload;
 

@@ -62,7 +62,7 @@ export interface JobExecutionContext {
    * Never a write per line: lines wait for the lease's next write (a heartbeat, an `extendLockTime`, progress, or a
    * write of their own once 50 wait) and the rest go with the outcome write. The job keeps the last 200 lines across
    * all its attempts, each cut at 500 bytes of UTF-8. Returns at once; lines logged after the lease was lost or the
-   * job cancelled are not stored (see the README's "ctx.log" for every case).
+   * job cancelled are not stored (see docs/handlers.md, "ctx.log", for every case).
    * @throws InvalidOptionError when `message` is not a string
    */
   log(message: string): void;

@@ -68,8 +68,8 @@ export interface JobsModuleOptions {
   heartbeatIntervalMs?: number;
   /**
    * How long shutdown waits for running handlers before aborting them, in ms, counted from the module's first shutdown
-   * hook. Every shutdown step gives up `shutdownGraceMs` + 3 s after that hook, whatever the database does (README,
-   * Graceful shutdown). @default 10000
+   * hook. Every shutdown step gives up `shutdownGraceMs` + 3 s after that hook, whatever the database does
+   * (docs/operations.md, Graceful shutdown). @default 10000
    */
   shutdownGraceMs?: number;
   /** Attempts before a job is dead-lettered (a lost lease counts as one). @default 5 */
@@ -93,12 +93,12 @@ export interface JobsModuleOptions {
   /**
    * How long finished jobs are kept before worker processes delete them; `false` keeps every job for good (a
    * handler's own `retention` still applies to its jobs). A cron tick's job is kept at least a day past its tick
-   * whatever this says (see the README's "Retention and purge").
+   * whatever this says (see docs/operations.md, "Retention and purge").
    * @default { completed: 7 days, dead, failed and cancelled: 30 days, sweepIntervalMs: 60000 }
    */
   retention?: RetentionOptions | false;
   /**
-   * OpenTelemetry traces and metrics (see the README's "Observability (OpenTelemetry)"). On whenever the optional
+   * OpenTelemetry traces and metrics (see docs/observability.md). On whenever the optional
    * peer `@opentelemetry/api` is installed: spans and metrics then go to the tracer/meter providers the app registers
    * (none registered: the API's no-op ones). `false` turns it off; without the package it is off whatever this says.
    * @default { metricsIntervalMs: 15000 }

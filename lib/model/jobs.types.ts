@@ -20,7 +20,7 @@ export interface EnqueueOptions {
    * At most one job per key and window of `windowMs`, whatever became of it: the first enqueue of a window stores the
    * job, every later one of that window returns it (`deduplicated: true`), even once it finished. Windows are fixed,
    * counted from the Unix epoch (`floor(runAt / windowMs)`), and enforced by a unique index, so they hold across
-   * processes. Cannot be combined with `dedupeKey` or `debounce`. See the README's "Throttle and debounce".
+   * processes. Cannot be combined with `dedupeKey` or `debounce`. See docs/enqueueing.md, "Throttle and debounce".
    */
   throttle?: EnqueueWindow;
   /**
@@ -41,7 +41,7 @@ export interface EnqueueOptions {
    * A MongoDB session of the jobs connection (mongoose's `ClientSession` is the driver's): every read and write of the
    * enqueue goes in it, so inside a transaction the job exists if and only if the transaction commits (outbox). The
    * `enqueued` event and this process's wake-up wait for the commit; a rolled-back job announces nothing. See the
-   * README's "Enqueue inside a transaction".
+   * docs/enqueueing.md, "Enqueue inside a transaction".
    */
   session?: ClientSession;
 }

@@ -12,7 +12,7 @@ const MAX_DEPTH = 90;
  * be lost or refused: functions, symbols, bigints, class instances (Map, Set, other typed arrays, …), circular
  * references, `$`-prefixed or dotted keys, invalid Dates, objects with a `_bsontype` key that are not the driver's
  * own BSON values (the serializer would throw on them), and payloads over the document size limit. What changes
- * silently is documented in the README (undefined, symbol and non-enumerable keys, Uint8Array → Buffer).
+ * silently is documented in docs/enqueueing.md (undefined, symbol and non-enumerable keys, Uint8Array → Buffer).
  */
 export function assertStorablePayload(payload: unknown): void {
   assertStorableValue(payload, (path, problem) => new InvalidPayloadError(path, problem));

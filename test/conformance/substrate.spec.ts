@@ -3,7 +3,7 @@ import type { Db, Document, MongoClient, UpdateFilter } from 'mongodb';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 /**
- * The MongoDB subset the library relies on (README, "MongoDB features relied on"), checked on whatever server the harness
+ * The MongoDB subset the library relies on (docs/guarantees.md, "MongoDB features relied on"), checked on whatever server the harness
  * resolved. Every server (real mongod, memory server, Java fallback) must pass this first.
  */
 describe(`MongoDB substrate conformance (${process.env.JOBS_TEST_MONGO_KIND})`, () => {

@@ -14,7 +14,7 @@ import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const DAY_MS = 86_400_000;
 /**
- * Where to save the screenshots of `docs/dashboard.md` (`npm run docs:screenshots` sets it): the list, a job panel and
+ * Where to save the screenshots of `docs/operations.md` (`npm run docs:screenshots` sets it): the list, a job panel and
  * a bulk action, taken at the points of these tests that show them. Unset, nothing is written.
  */
 const SCREENSHOTS = process.env.DASHBOARD_SCREENSHOTS;

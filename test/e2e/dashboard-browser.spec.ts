@@ -15,7 +15,7 @@ import { testMongoUri, uniqueDatabaseName } from '../support/test-database';
 /** Debian's `chromium` package (`.ci/run` installs it); a missing browser fails this file, it never skips it. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const EXPECT_TIMEOUT = 10_000;
-/** The README's screenshots are refreshed with `UPDATE_SCREENSHOTS=1`; other runs keep theirs out of the tree. */
+/** The screenshots of docs/operations.md are refreshed with `UPDATE_SCREENSHOTS=1`; other runs keep theirs out of the tree. */
 const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? 'docs' : join(tmpdir(), 'nestjs-mongo-jobs-screenshots');
 
 /** Fails while `broken` is set: its first run goes dead (one attempt), a retry after the "fix" completes. */

@@ -101,7 +101,9 @@ class OtherController {
   }
 }
 
-/** A test-support route of the kind the README suggests: enqueue, drain, answer; a drain that gives up is a 504. */
+/**
+ * A test-support route of the kind docs/testing.md suggests: enqueue, drain, answer; a drain that gives up is a 504.
+ */
 @Controller('drain')
 class DrainController {
   constructor(private readonly jobs: JobsService) {}

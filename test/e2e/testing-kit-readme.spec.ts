@@ -1,8 +1,8 @@
 /**
- * The code of the README's "Testing your jobs" section, run as it is written there (its application is in
+ * The code of docs/testing.md ("Testing your jobs"), run as it is written there (its application is in
  * `test/support/readme-reports-app.ts`). Only the imports differ (`../../lib` for `nestjs-mongo-jobs`,
  * `../../lib/testing` for `nestjs-mongo-jobs/testing`) and the database URI comes from the test harness: the last test
- * fails when the README and this code drift apart.
+ * fails when the page and this code drift apart.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -12,7 +12,7 @@ import { JobCancelledError, JobsService } from '../../lib';
 import { createTestJobContext } from '../../lib/testing';
 import { AppModule, ReportJobs, ReportStore } from '../support/readme-reports-app';
 
-// --- README: "reports.spec.ts", a unit test of the handler (no MongoDB, no Nest) ---
+// --- docs/testing.md: "reports.spec.ts", a unit test of the handler (no MongoDB, no Nest) ---
 
 describe('ReportJobs.build', () => {
   it('builds every chunk and reports its progress', async () => {
@@ -37,7 +37,7 @@ describe('ReportJobs.build', () => {
   });
 });
 
-// --- README: "reports.e2e-spec.ts", through HTTP and a real worker ---
+// --- docs/testing.md: "reports.e2e-spec.ts", through HTTP and a real worker ---
 
 describe('POST /reports/:id (e2e)', () => {
   let app: INestApplication;
@@ -62,9 +62,9 @@ describe('POST /reports/:id (e2e)', () => {
   });
 });
 
-// --- the README shows this file's code ---
+// --- docs/testing.md shows this file's code ---
 
-describe('README "Testing your jobs"', () => {
+describe('docs/testing.md, "Testing your jobs"', () => {
   /** Lines that may differ: imports, and the module's database URI. */
   const comparable = (code: string) =>
     code
@@ -74,11 +74,9 @@ describe('README "Testing your jobs"', () => {
       .trim();
 
   it('shows the code this file runs', () => {
-    const readme = readFileSync('README.md', 'utf8');
-    const section = readme.slice(
-      readme.indexOf('## Testing your jobs'),
-      readme.indexOf('\n## ', readme.indexOf('## Testing your jobs') + 1),
-    );
+    const page = readFileSync('docs/testing.md', 'utf8');
+    expect(page.startsWith('# Testing your jobs\n')).toBe(true);
+    const section = page.slice(0, page.indexOf('\n## Test setup\n'));
     // The example's three files (its Test setup blocks are run by scripts/check-consumers.mjs instead).
     const blocks = [...section.matchAll(/```ts\n(\/\/ \S*reports[.\w-]*\.ts\n[\s\S]*?)```/g)].map((match) =>
       comparable(match[1]),

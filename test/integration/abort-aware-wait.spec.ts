@@ -14,7 +14,7 @@ const WAITS = 50;
  */
 const listeners = new Map<string, { peak: number; limit: number; after: number }>();
 
-/** The wait the README and the sample show: the timer's listener is removed when the timer fires. */
+/** The wait docs/handlers.md and the sample show: the timer's listener is removed when the timer fires. */
 const abortAwareWait = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal });
 
 /** The hand-made wait it replaces: one listener added per wait, never removed. */

@@ -192,7 +192,7 @@ function holdCalls<T extends object, K extends keyof T>(object: T, method: K, re
   return held;
 }
 
-/** The bound `close()` keeps for the library's own steps (README, Graceful shutdown). */
+/** The bound `close()` keeps for the library's own steps (docs/operations.md, Graceful shutdown). */
 const boundMs = (grace: number) => grace + SHUTDOWN_SETTLE_MS + SHUTDOWN_WRITE_MS;
 
 /** When the app's mongoose connection starts closing: every hook of the jobs module has returned by then. */
@@ -281,12 +281,12 @@ describe('graceful shutdown while the database stops answering', () => {
 
     // Everything the library owns is done when MongooseModule starts closing the app's connection.
     expect((connectionClose.at as number) - started).toBeLessThan(boundMs(grace) + TIMER_LATENESS_MS);
-    // That close is the app's (README: what it may add; 36 s more here with the driver's defaults): cut it short.
+    // That close is the app's (docs/operations.md: what it may add; 36 s more here with the driver's defaults): cut it short.
     await proxy.close();
     await closing;
   }, 30_000);
 
-  it('lets the app bound its own connection close (endSessions) with the driver options the README gives', async () => {
+  it('lets the app bound its own connection close (endSessions) with the driver options the docs give', async () => {
     const driver = { connectTimeoutMS: 1_000, serverSelectionTimeoutMS: 1_000, heartbeatFrequencyMS: 500 };
     sessions = await SessionWireProxy.start(testMongoUri());
     proxy = await TcpProxy.start(sessions.uri);
@@ -314,7 +314,7 @@ describe('graceful shutdown while the database stops answering', () => {
     await closing;
     await hanging;
 
-    // The README's estimate, about connectTimeoutMS + 2 × serverSelectionTimeoutMS + 0.5 s (the driver's shortest
+    // The docs' estimate, about connectTimeoutMS + 2 × serverSelectionTimeoutMS + 0.5 s (the driver's shortest
     // heartbeat interval), measured on driver 7.9. With the driver's defaults this close took 90.5 s.
     const driverBudgetMs = driver.connectTimeoutMS + 2 * driver.serverSelectionTimeoutMS + 500;
     expect(Date.now() - outageAt).toBeLessThan(driverBudgetMs + TIMER_LATENESS_MS);

@@ -33,7 +33,9 @@ describe('npm pack from a clean clone', () => {
       encoding: 'utf8',
     })
       .split('\0')
-      .filter((file) => file && existsSync(join(repo, file)));
+      // A node_modules that is a symlink (a git worktree sharing another's) is a file to git, which `node_modules/`
+      // does not ignore; it is linked below, never copied.
+      .filter((file) => file && file !== 'node_modules' && existsSync(join(repo, file)));
     for (const file of files) {
       mkdirSync(dirname(join(clone, file)), { recursive: true });
       cpSync(join(repo, file), join(clone, file));
@@ -80,6 +82,11 @@ describe('npm pack from a clean clone', () => {
       ]),
     );
     expect(JSON.parse(readFileSync(join(installed, 'dist/esm/package.json'), 'utf8'))).toEqual({ type: 'module' });
+  });
+
+  it('ships the README, not docs/ (the pages are read in the repository, where the README links them)', () => {
+    expect(packed).toContain('README.md');
+    expect(packed.filter((file) => file.startsWith('docs/') || /^[^/]+\.md$/.test(file))).toEqual(['README.md']);
   });
 
   it('ships every file the exports map names', () => {

@@ -1,6 +1,6 @@
 /**
- * The application of the README's "Testing your jobs" section ("reports.ts" there), as it is written there but for
- * the imports and the database URI; `test/e2e/testing-kit-readme.spec.ts` runs its tests and checks the README.
+ * The application of docs/testing.md ("Testing your jobs", "reports.ts" there), as it is written there but for the
+ * imports and the database URI; `test/e2e/testing-kit-readme.spec.ts` runs its tests and checks the page.
  */
 import { Controller, HttpCode, Injectable, Module, Param, Post } from '@nestjs/common';
 import { MongooseModule } from '@nestjs/mongoose';
