@@ -1,4 +1,5 @@
 import { startJavaTestServer, startTestMongoServer, type TestMongoServer } from './mongo-server';
+import { describeTestServer } from './server-capabilities';
 
 declare global {
   // Shared between jest's global setup and teardown (same process).
@@ -17,6 +18,8 @@ export default async function globalSetup(globalConfig: { maxWorkers: number }):
   process.env.JOBS_TEST_MONGO_URI = server.uri;
   process.env.JOBS_TEST_MONGO_KIND = server.kind;
   log(`using ${server.description}`);
+  // A server of the user's (CI's matrix): say what it is, so a job's log shows the version and topology it ran on.
+  if (server.kind === 'MONGODB_URI') log(`MONGODB_URI is ${await describeTestServer()}`);
   if (server.kind !== 'mongo-java-server') return;
   const workers = Array.from({ length: globalConfig.maxWorkers - 1 }, (_, index) => index + 2);
   const own = await Promise.all(workers.map(() => startJavaTestServer()));
