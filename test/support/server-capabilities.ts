@@ -29,6 +29,39 @@ export function transactionSupport(hello: Document): TransactionSupport {
   return { supported: false, reason: `the test server has ${missing.join(' and ')} in its hello` };
 }
 
+/**
+ * One line for the harness's log: the server's version and topology as it answers them, and whether the replica-set
+ * tests (`*.replset.spec.ts`) run on it, so a CI job's log shows that it ran on the server its name says.
+ */
+export function serverSummary(buildInfo: Document, hello: Document): string {
+  const version = typeof buildInfo.version === 'string' ? `MongoDB ${buildInfo.version}` : 'no version in buildInfo';
+  const primary = (hello.isWritablePrimary ?? hello.ismaster) === true;
+  const topology =
+    typeof hello.setName === 'string'
+      ? `replica set "${hello.setName}" ${primary ? 'primary' : 'member (not primary)'}`
+      : hello.msg === 'isdbgrid'
+        ? 'router (isdbgrid)'
+        : hello.isreplicaset === true
+          ? 'started with --replSet but not initiated (no rs.initiate())'
+          : 'standalone';
+  const transactions = transactionSupport(hello).supported
+    ? 'transactions: the replica-set tests run'
+    : 'no transactions: the replica-set tests are skipped';
+  return `${version}, ${topology}; ${transactions}`;
+}
+
+/** `serverSummary` of the test server. */
+export async function describeTestServer(): Promise<string> {
+  const client = await connectTestClient({ maxPoolSize: 1 });
+  try {
+    const admin = client.db('admin');
+    const hello = await admin.command({ hello: 1 }).catch(() => admin.command({ isMaster: 1 }));
+    return serverSummary(await admin.command({ buildInfo: 1 }), hello);
+  } finally {
+    await client.close();
+  }
+}
+
 /** Asks the test server (MONGODB_URI or the one the harness started). */
 export async function detectTransactionSupport(): Promise<TransactionSupport> {
   const client = await connectTestClient({ maxPoolSize: 1 });
