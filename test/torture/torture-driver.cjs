@@ -40,7 +40,10 @@ function drawEnqueue(random, config) {
   if (key === 'dedupe') options.dedupeKey = `k${random.int(0, 5)}`;
   if (key === 'throttle') options.throttle = { key: `t${random.int(0, 3)}`, windowMs: random.int(200, 2000) };
   if (key === 'debounce') {
-    options.debounce = { key: `d${random.int(0, 3)}`, windowMs: random.int(20, 600) };
+    // A replacement changes the payload, never the row's group: per group, so the payload's group (what the handler
+    // reports, and invariant 2 counts by) stays the row's.
+    const scope = spec.grouped ? `:${payload.group}` : '';
+    options.debounce = { key: `d${random.int(0, 3)}${scope}`, windowMs: random.int(20, 600) };
     if (random.chance(0.5)) options.debounce.maxWaitMs = random.int(100, 1200);
   }
   // A debounced job's runAt is the window's end.
