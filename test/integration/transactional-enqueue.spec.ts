@@ -34,7 +34,9 @@ describe('enqueue with { session } (wire-level, test server with advertised sess
   let wakeUps: ReturnType<typeof jest.spyOn>;
 
   beforeAll(async () => {
-    proxy = await SessionWireProxy.start(testMongoUri());
+    // A real server would act on the session fields: a standalone refuses them, a replica set opens a transaction the
+    // proxy's own commit answer never commits. Recorded first, then stripped, so every assertion reads them still.
+    proxy = await SessionWireProxy.start(testMongoUri(), { stripSessionFields: true });
     app = await createJobsTestApp({
       dbName: uniqueDatabaseName('txn_enqueue'),
       uri: proxy.uri,
