@@ -15,7 +15,7 @@ export function throttleScope(name: string, key: string, windowMs: number, runAt
   return JSON.stringify([name, key, windowMs, Math.floor(runAt.getTime() / windowMs)]);
 }
 
-/** The indexed form of a debounce key: one pending job per name and key. */
+/** The indexed form of a debounce key: one pending job per name and key, the dedupe scope's form on its own field. */
 export function debounceScope(name: string, key: string): string {
-  return JSON.stringify([name, key]);
+  return dedupeScope(name, key);
 }
