@@ -122,6 +122,28 @@ describe(`MongoDB substrate conformance (${process.env.JOBS_TEST_MONGO_KIND})`, 
     expect(rows.map((row) => row._id.toHexString())).toEqual(expected);
   });
 
+  it('matches every field of a query that names _id beside others (the owner fence), one row or $in', async () => {
+    const col = dbs[0].collection('fenced');
+    const inserted = await col.insertMany(
+      Array.from({ length: 6 }, (_, i) => ({ status: i % 2 ? 'running' : 'pending', lockedBy: `lock-${i}` })),
+    );
+    const ids = Object.values(inserted.insertedIds);
+    const fenced = (i: number, lockedBy: string, status = 'running') => ({ _id: ids[i], lockedBy, status });
+    expect((await col.updateOne(fenced(1, 'lock-1'), { $set: { done: true } })).matchedCount).toBe(1);
+    expect((await col.updateOne(fenced(1, 'lock-0'), { $set: { done: true } })).matchedCount).toBe(0);
+    expect((await col.updateOne(fenced(0, 'lock-0'), { $set: { done: true } })).matchedCount).toBe(0);
+    expect(await col.findOne(fenced(3, 'lock-3'))).toMatchObject({ _id: ids[3] });
+    expect(await col.findOne(fenced(3, 'lock-3', 'pending'))).toBeNull();
+    const taken = await col
+      .find({ _id: { $in: ids.slice(1, 6) }, status: 'running', lockedBy: { $in: ['lock-1', 'lock-2', 'lock-5'] } })
+      .sort({ _id: -1 })
+      .toArray();
+    expect(taken.map((row) => row._id)).toEqual([ids[5], ids[1]]);
+    const many = await col.updateMany({ _id: { $in: ids }, status: 'pending' }, { $set: { status: 'running' } });
+    expect(many.matchedCount).toBe(3);
+    expect(await col.countDocuments({ status: 'running' })).toBe(6);
+  });
+
   it('runs the simple aggregations the library uses ($match $group $sort $limit $count)', async () => {
     const col = dbs[0].collection('aggregations');
     await col.insertMany([{ s: 'a' }, { s: 'a' }, { s: 'b' }, { s: 'c' }]);
