@@ -1,8 +1,13 @@
 import { resolveModuleRetention } from './handlers/retention.resolver.js';
 import { InvalidOptionError } from './model/errors/invalid-option.error.js';
-import { DEFAULT_JOBS_OPTIONS, MAX_JOB_NAME_LENGTH, MAX_TIMER_MS } from './model/jobs.constants.js';
+import {
+  DEFAULT_JOBS_OPTIONS,
+  MAX_CLAIM_BATCH_SIZE,
+  MAX_JOB_NAME_LENGTH,
+  MAX_TIMER_MS,
+} from './model/jobs.constants.js';
 import type { JobsModuleOptions, ResolvedJobsOptions } from './model/jobs.options.js';
-import { duration, nonEmptyString, positiveInteger } from './model/validate.js';
+import { duration, integerInRange, nonEmptyString, positiveInteger } from './model/validate.js';
 import { defaultWorkerId } from './model/worker-id.js';
 import { resolveTelemetry } from './telemetry/telemetry.resolver.js';
 
@@ -28,6 +33,12 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
     worker,
     concurrency: positiveInteger('concurrency', options.concurrency ?? d.concurrency),
     pollIntervalMs: duration('pollIntervalMs', options.pollIntervalMs ?? d.pollIntervalMs, MAX_TIMER_MS),
+    claimBatchSize: integerInRange(
+      'claimBatchSize',
+      options.claimBatchSize ?? d.claimBatchSize,
+      1,
+      MAX_CLAIM_BATCH_SIZE,
+    ),
     leaseMs,
     heartbeatIntervalMs,
     shutdownGraceMs: duration('shutdownGraceMs', options.shutdownGraceMs ?? d.shutdownGraceMs, MAX_TIMER_MS, true),

@@ -6,9 +6,6 @@ import type { JobClaimStore } from '../persistence/job-claim.store.js';
 import type { ClaimsInDoubt } from './claims-in-doubt.js';
 import type { LockIdSequence } from './lock-id.js';
 
-/** Most jobs one batch claim takes (the poll loop asks for at most its free slots). */
-export const MAX_CLAIM_BATCH = 32;
-
 export interface BatchClaimDeps {
   claims: JobClaimStore;
   inDoubt: ClaimsInDoubt;
@@ -43,7 +40,7 @@ export class BatchClaim {
     const { claims, inDoubt, lockIds, leaseMs, pollIntervalMs } = this.deps;
     if (Date.now() - this.refusedAt < pollIntervalMs) return null;
     const scope = { names, skipIds: this.deps.skipIds() };
-    const candidates = await claims.peekDue(now(), scope, Math.min(want, MAX_CLAIM_BATCH));
+    const candidates = await claims.peekDue(now(), scope, want);
     if (candidates.length === 0) return [];
     const chosen = withinRoom(candidates, roomOf);
     const rows = chosen.map((candidate) => ({ id: candidate._id, lockId: lockIds.next() }));

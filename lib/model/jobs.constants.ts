@@ -52,6 +52,9 @@ export const DEDUPE_WRITE_TRIES = 5;
  */
 export const MAX_ENQUEUE_ATTEMPTS = 1_000;
 
+/** Largest `claimBatchSize`: one bulk of that many updates is one command (see `MAX_UPDATES_PER_COMMAND`). */
+export const MAX_CLAIM_BATCH_SIZE = 1_000;
+
 /** Longest accepted job name. */
 export const MAX_JOB_NAME_LENGTH = 200;
 
@@ -60,6 +63,7 @@ export const DEFAULT_JOBS_OPTIONS = {
   worker: true,
   concurrency: 4,
   pollIntervalMs: 1000,
+  claimBatchSize: 32,
   leaseMs: 30_000,
   shutdownGraceMs: 10_000,
   maxAttempts: 5,

@@ -62,6 +62,13 @@ export interface JobsModuleOptions {
   concurrency?: number;
   /** Wait between polls that found nothing to do, in ms. @default 1000 */
   pollIntervalMs?: number;
+  /**
+   * Most due jobs one claim takes while there is a backlog: one command reads them in claim order, one takes each for
+   * its own lock id, one reads back what it took (see docs/benchmarks.md). A claim never asks for more than the free
+   * slots. `1` claims one job per `findOneAndUpdate`, as a lone job on a quiet queue always is. From 1 to 1,000.
+   * @default 32
+   */
+  claimBatchSize?: number;
   /** Lease length in ms: how long a claimed job stays locked without a renewal. @default 30000 */
   leaseMs?: number;
   /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
@@ -118,6 +125,7 @@ export interface ResolvedJobsOptions {
   worker: boolean;
   concurrency: number;
   pollIntervalMs: number;
+  claimBatchSize: number;
   leaseMs: number;
   heartbeatIntervalMs: number;
   shutdownGraceMs: number;

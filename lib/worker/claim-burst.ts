@@ -1,4 +1,3 @@
-import { MAX_CLAIM_BATCH } from '../claim/batch-claim.js';
 import { MAX_CLAIMS_IN_FLIGHT } from '../claim/claims-in-flight.js';
 
 /** How a burst of claims ended: slots or names ran out, a claim found nothing due, or a claim threw. */
@@ -30,14 +29,15 @@ export interface BurstSteps {
 /**
  * Claims while work is due and slots are free. It opens with one single-job claim (an empty queue costs one claim per
  * poll, and a lone job is picked up as by a one-at-a-time loop), unless the last burst ended with every slot full
- * (`backlog`). Once a claim of the burst took a job there is a backlog: the next step asks for every free slot at once (up to `MAX_CLAIM_BATCH`, a batch claim), and nothing else
+ * (`backlog`). Once a claim of the burst took a job there is a backlog: the next step asks for every free slot at once (up to `maxBatch`, the `claimBatchSize` option: a batch claim), and nothing else
  * is sent while a batch is in flight; a step asking for one job allows one more in flight per job claimed, up to
  * `MAX_CLAIMS_IN_FLIGHT`. The first step that finds nothing or throws stops new ones; resolves once every step in
  * flight landed, with how the burst ended and whether every step of it threw (one failed poll, however many it sent).
  */
 export async function claimBurst(
   steps: BurstSteps,
-  backlog = false,
+  backlog: boolean,
+  maxBatch: number,
 ): Promise<{ end: BurstEnd; everyClaimFailed: boolean }> {
   const inFlight = new Set<Promise<void>>();
   const burst: { claimed: number; succeeded: boolean; batching: boolean; end?: BurstEnd } = {
@@ -58,7 +58,7 @@ export async function claimBurst(
         }
         break;
       }
-      const want = backlog || burst.claimed > 0 ? Math.min(steps.room(), MAX_CLAIM_BATCH) : 1;
+      const want = backlog || burst.claimed > 0 ? Math.min(steps.room(), maxBatch) : 1;
       burst.batching = want > 1;
       const step: Promise<void> = steps
         .claim(excluded, names, want)

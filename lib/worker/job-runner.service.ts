@@ -290,6 +290,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
         claim: (excluded, names, want) => this.claimStep(excluded, names, want),
       },
       this.backlog,
+      this.options.claimBatchSize,
     );
     // Every slot filled: there is likely more due, and the next burst (when slots free up) opens with a batch.
     this.backlog = end === 'full';

@@ -6,7 +6,7 @@ import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import type { ClaimedJob } from '../../lib/model/claimed-job';
 import { ErrorReplyProxy } from '../support/error-reply-proxy';
-import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { storedJobRow } from '../support/stored-job-row';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -207,5 +207,41 @@ describe('batch claims', () => {
     // A limited name among those asked: no batch (its claim takes a slot with the row), the caller claims one job.
     expect(await claims.claimBatch(['solo', 'other'], 5, anyRoom)).toBeNull();
     expect((await rawJobs(dbName).findOne({ name: 'solo' }))?.status).toBe('pending');
+  });
+
+  it('claims a backlog one job per findOneAndUpdate with claimBatchSize 1, and in batches by default', async () => {
+    const claimCommands = async (claimBatchSize?: number) => {
+      const dbName = uniqueDatabaseName('batch_size');
+      const commands: Document[] = [];
+      const app = await createJobsTestApp({
+        dbName,
+        uri: proxy.uri,
+        options: { concurrency: 8, pollIntervalMs: 50, ...(claimBatchSize ? { claimBatchSize } : {}) },
+        providers: [Handlers],
+        mongoose: {
+          monitorCommands: true,
+          connectionFactory: (connection: { getClient(): MongoClient }) => {
+            connection.getClient().on('commandStarted', (event) => commands.push(event.command));
+            return connection;
+          },
+        },
+      });
+      apps.push(app);
+      await app.jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ name: 'batched', payload: { i } })));
+      await waitFor(async () => (await rawJobs(dbName).countDocuments({ status: 'completed' })) === 40, '40 completed');
+      return {
+        takes: commands.filter(isBatchTake).length,
+        peeks: commands.filter((command) => command.find === 'jobs' && command.limit > 1).length,
+        singles: commands.filter((command) => command.findAndModify === 'jobs' && command.query?.status === 'pending')
+          .length,
+      };
+    };
+
+    const unbatched = await claimCommands(1);
+    expect(unbatched).toMatchObject({ takes: 0, peeks: 0 });
+    expect(unbatched.singles).toBeGreaterThanOrEqual(40);
+    const batched = await claimCommands();
+    expect(batched.takes).toBeGreaterThanOrEqual(1);
+    expect(batched.singles).toBeLessThan(40);
   });
 });

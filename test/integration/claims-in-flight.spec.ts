@@ -3,8 +3,8 @@ import { Injectable } from '@nestjs/common';
 import type { Collection, Document, MongoClient } from 'mongodb';
 import { mongo } from 'mongoose';
 import { type JobExecutionContext, JobHandler } from '../../lib';
-import { MAX_CLAIM_BATCH } from '../../lib/claim/batch-claim';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
+import { DEFAULT_JOBS_OPTIONS } from '../../lib/model/jobs.constants';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { sleep } from '../support/sleep';
@@ -90,10 +90,10 @@ describe('claims in flight and batch claims', () => {
     await app.jobs.enqueueMany(Array.from({ length: 50 }, (_, i) => ({ name: 'block', payload: { i } })));
     await waitFor(() => (active.get('block') ?? 0) === 50, 'all 50 jobs running');
     expect(app.get(JobRunner).pollState().running).toBe(50);
-    // The first claim finds a backlog; then batches of up to MAX_CLAIM_BATCH take the rest, each claiming every free
+    // The first claim finds a backlog; then batches of up to claimBatchSize (32) take the rest, each claiming every free
     // slot it can (nothing else in flight beside it).
     expect(probe.batches.length).toBeGreaterThanOrEqual(2);
-    expect(probe.batches.every((taken) => taken <= MAX_CLAIM_BATCH)).toBe(true);
+    expect(probe.batches.every((taken) => taken <= DEFAULT_JOBS_OPTIONS.claimBatchSize)).toBe(true);
     expect(
       probe.batches.reduce((sum, taken) => sum + taken, 0) + probe.log.filter((e) => e === 'pending:row').length,
     ).toBe(50);

@@ -9,6 +9,12 @@ describe('resolveJobsOptions', () => {
     expect(resolveJobsOptions({ leaseMs: 9000 }).heartbeatIntervalMs).toBe(3000);
   });
 
+  it('batches claims of up to 32 jobs by default; 1 turns batching off, 1,000 is the most', () => {
+    expect(resolveJobsOptions({}).claimBatchSize).toBe(32);
+    expect(resolveJobsOptions({ claimBatchSize: 1 }).claimBatchSize).toBe(1);
+    expect(resolveJobsOptions({ claimBatchSize: 1_000 }).claimBatchSize).toBe(1_000);
+  });
+
   it('keeps explicit values and a given workerId', () => {
     expect(resolveJobsOptions({ workerId: 'w1', heartbeatIntervalMs: 10, leaseMs: 100 })).toMatchObject({
       workerId: 'w1',
@@ -26,6 +32,11 @@ describe('resolveJobsOptions', () => {
     [{ runOnly: [] }, 'runOnly'],
     [{ runOnly: ['heavy', ''] }, 'runOnly[1]'],
     [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
+    [{ claimBatchSize: 0 }, 'claimBatchSize'],
+    [{ claimBatchSize: 2.5 }, 'claimBatchSize'],
+    [{ claimBatchSize: 1_001 }, 'claimBatchSize'],
+    [{ claimBatchSize: Number.NaN }, 'claimBatchSize'],
+    [{ claimBatchSize: '8' as unknown as number }, 'claimBatchSize'],
     [{ telemetry: true as unknown as false }, 'telemetry'],
     [{ telemetry: { metricsIntervalMs: 0 } }, 'telemetry.metricsIntervalMs'],
     [{ telemetry: { extraJobNames: 'email.send' as unknown as string[] } }, 'telemetry.extraJobNames'],

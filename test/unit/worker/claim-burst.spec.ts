@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { MAX_CLAIM_BATCH } from '../../../lib/claim/batch-claim';
+import { DEFAULT_JOBS_OPTIONS } from '../../../lib/model/jobs.constants';
 import {
   type BurstSteps,
   type ClaimStepAnswer,
@@ -7,11 +7,19 @@ import {
   claimBurst,
 } from '../../../lib/worker/claim-burst';
 
+/** The default `claimBatchSize`. */
+const MAX_BATCH = DEFAULT_JOBS_OPTIONS.claimBatchSize;
+
 /**
  * A burst over a scripted queue: each step is answered when the test settles it, in the order it likes. A step holds
  * the slots it asks for while in flight; the jobs it takes keep theirs (they run until the test ends).
  */
-function scriptedBurst(options: { slots: number; names?: () => readonly string[]; backlog?: boolean }) {
+function scriptedBurst(options: {
+  slots: number;
+  names?: () => readonly string[];
+  backlog?: boolean;
+  maxBatch?: number;
+}) {
   const pending: { want: number; resolve: (answer: ClaimStepAnswer) => void }[] = [];
   let held = 0;
   let running = 0;
@@ -37,7 +45,7 @@ function scriptedBurst(options: { slots: number; names?: () => readonly string[]
     },
   };
   return {
-    done: claimBurst(steps, options.backlog),
+    done: claimBurst(steps, options.backlog ?? false, options.maxBatch ?? MAX_BATCH),
     inFlight: () => pending.length,
     /** What each step in flight asks for. */
     wants: () => pending.map((step) => step.want),
@@ -70,13 +78,25 @@ describe('claimBurst', () => {
     await expect(burst.done).resolves.toEqual({ end: 'full', everyClaimFailed: false });
   });
 
-  it('caps a batch at MAX_CLAIM_BATCH, and ends on the first batch that finds nothing', async () => {
+  it('caps a batch at claimBatchSize, and ends on the first batch that finds nothing', async () => {
     const burst = scriptedBurst({ slots: 100 });
     await burst.answer('claimed');
-    expect(burst.wants()).toEqual([MAX_CLAIM_BATCH]);
+    expect(burst.wants()).toEqual([MAX_BATCH]);
     await burst.answer('claimed');
-    expect(burst.wants()).toEqual([MAX_CLAIM_BATCH]);
+    expect(burst.wants()).toEqual([MAX_BATCH]);
     await burst.answer('empty');
+    await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
+  });
+
+  it('claims one job per step with claimBatchSize 1, several in flight once claims take jobs', async () => {
+    const burst = scriptedBurst({ slots: 10, backlog: true, maxBatch: 1 });
+    expect(burst.wants()).toEqual([1]);
+    await burst.answer('claimed');
+    expect(burst.wants()).toEqual([1]);
+    await burst.answer('claimed');
+    expect(burst.wants()).toEqual([1, 1]);
+    await burst.answer('empty');
+    await burst.answer('claimed');
     await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
   });
 
