@@ -14,6 +14,7 @@ import { runProgress } from './progress.bench';
 import { runQuery } from './query.bench';
 import { runQueueDepth } from './queue-depth.bench';
 import { runRenewals } from './renewals.bench';
+import { runShallowPickup } from './shallow-pickup.bench';
 import type { TargetCheck, Verdict } from './spread';
 import { runTelemetry } from './telemetry.bench';
 import { runThroughput } from './throughput.bench';
@@ -23,7 +24,7 @@ import { runThroughput } from './throughput.bench';
  * mongodb-memory-server, else the Java test server), repeated (throughput: interleaved rounds), tables of medians
  * with their ranges, and a JSON file with every repetition's numbers in test/benchmark/results/. Not part of `npm test`: nothing here asserts.
  *
- * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,
+ * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,shallowPickup,
  * heartbeat,queueDepth,renewals,progress,logs,query,metricsNames,telemetry,limits, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 9, quick 3),
  * BENCH_AGENDA_ROUNDS (the first rounds also run Agenda, default 2), BENCH_THROUGHPUT_TARGETS (see
  * throughput.bench.ts for the diagnostic variants), BENCH_ENQUEUE_JOBS, BENCH_PICKUP_SAMPLES, BENCH_PICKUP_POLL_MS,
@@ -44,6 +45,7 @@ type Scenarios = {
   throughput?: Awaited<ReturnType<typeof runThroughput>>;
   enqueue?: Awaited<ReturnType<typeof runEnqueue>>;
   pickup?: Awaited<ReturnType<typeof runPickupLatency>>;
+  shallowPickup?: Awaited<ReturnType<typeof runShallowPickup>>;
   heartbeat?: Awaited<ReturnType<typeof runHeartbeat>>;
   queueDepth?: Awaited<ReturnType<typeof runQueueDepth>>;
   renewals?: Awaited<ReturnType<typeof runRenewals>>;
@@ -86,6 +88,7 @@ async function main(): Promise<void> {
     await attempt('throughput', () => runThroughput(ctx, config, serverPid));
     await attempt('enqueue', () => runEnqueue(ctx, config));
     await attempt('pickup', () => runPickupLatency(ctx, config));
+    await attempt('shallowPickup', () => runShallowPickup(ctx, config));
     await attempt('heartbeat', () => runHeartbeat(ctx, config));
     await attempt('queueDepth', () => runQueueDepth(ctx, config));
     await attempt('renewals', () => runRenewals(ctx, config, serverPid));

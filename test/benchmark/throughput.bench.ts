@@ -40,12 +40,20 @@ const TRIAL_TIMEOUT_MS = 180_000;
  * protocol and loop shape without the library. Together they split the gap to the raw loop into its causes.
  * The order is the order within a round: raw first, then the library right after it.
  */
-const SYSTEMS = ['raw', 'library', 'raw+reclaim', 'raw-serial-claim', 'raw-serial-claim+reclaim', 'agenda'] as const;
+const SYSTEMS = [
+  'raw',
+  'library',
+  'library-single-claims',
+  'raw+reclaim',
+  'raw-serial-claim',
+  'raw-serial-claim+reclaim',
+  'agenda',
+] as const;
 /** The library's default: a busy worker re-claims as soon as a slot frees, so the interval only paces idle polls. */
 const LIBRARY_POLL_INTERVAL_MS = 1000;
 /** The library's default lease, which the raw loop writes too (same `lockedUntil` distance, same document). */
 const LEASE_MS = 30_000;
-const DEFAULT_SYSTEMS: ThroughputSystem[] = ['raw', 'library', 'agenda'];
+const DEFAULT_SYSTEMS: ThroughputSystem[] = ['raw', 'library', 'library-single-claims', 'agenda'];
 export type ThroughputSystem = (typeof SYSTEMS)[number];
 
 /** What the raw loop still does differently from the library's claim and completion (its queries are the same). */
@@ -141,8 +149,8 @@ export async function runThroughput(ctx: BenchContext, config: BenchConfig, serv
       const cpu = new CpuMeter(serverPid);
       try {
         const run =
-          system === 'library'
-            ? await libraryTrial(ctx, config, cpu, round)
+          system === 'library' || system === 'library-single-claims'
+            ? await libraryTrial(ctx, config, cpu, round, system)
             : system === 'agenda'
               ? await agendaTrial(ctx, config, cpu, agendaConfig, round)
               : await rawTrial(ctx, config, cpu, system, round);
@@ -177,7 +185,7 @@ async function warmUp(
   log(`throughput warm-up: ${small.throughputJobs} jobs per system, not recorded`);
   const cpu = new CpuMeter(null);
   for (const system of systems) {
-    if (system === 'library') await libraryTrial(ctx, small, cpu, 0);
+    if (system === 'library' || system === 'library-single-claims') await libraryTrial(ctx, small, cpu, 0, system);
     // Agenda's failure, if any, is reported by the measured trials.
     else if (system === 'agenda') await agendaTrial(ctx, small, cpu, agenda, 0).catch(() => undefined);
     else await rawTrial(ctx, small, cpu, system, 0);
@@ -352,19 +360,28 @@ function summarize(
   return report;
 }
 
-/** This library: a Nest app with MongooseModule + JobsModule.forRoot and a no-op @JobHandler. */
+/**
+ * This library: a Nest app with MongooseModule + JobsModule.forRoot and a no-op @JobHandler. `library-single-claims`
+ * is the same with `claimBatchSize: 1` (one `findOneAndUpdate` per claimed job; completions still go in bulks): what
+ * batched claims save.
+ */
 async function libraryTrial(
   ctx: BenchContext,
   config: BenchConfig,
   cpu: CpuMeter,
   round: number,
+  system: 'library' | 'library-single-claims',
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const dbName = benchDbName('tp_lib');
   const app = await createBenchApp(
     ctx.uri,
     dbName,
-    { concurrency: config.throughputConcurrency, pollIntervalMs: LIBRARY_POLL_INTERVAL_MS },
+    {
+      concurrency: config.throughputConcurrency,
+      pollIntervalMs: LIBRARY_POLL_INTERVAL_MS,
+      ...(system === 'library-single-claims' ? { claimBatchSize: 1 } : {}),
+    },
     [NoopJobs],
     { monitorCommands: true },
   );
@@ -392,7 +409,7 @@ async function libraryTrial(
     const t2 = nowMs();
     subscription.unsubscribe();
     const measured = n - completedDuringEnqueue;
-    return trial('library', round, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpu.stop(), commands.stop(measured));
+    return trial(system, round, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpu.stop(), commands.stop(measured));
   } finally {
     await app.close();
     await dropDatabase(ctx.client.db(dbName));
