@@ -6,7 +6,7 @@ import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import type { ClaimedJob } from '../../lib/model/claimed-job';
 import { ErrorReplyProxy } from '../support/error-reply-proxy';
-import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { storedJobRow } from '../support/stored-job-row';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -243,5 +243,43 @@ describe('batch claims', () => {
     const batched = await claimCommands();
     expect(batched.takes).toBeGreaterThanOrEqual(1);
     expect(batched.singles).toBeLessThan(40);
+  });
+
+  it('hands back every row of a batch still in flight when the worker shuts down: none runs, none is charged', async () => {
+    const dbName = uniqueDatabaseName('batch_shutdown');
+    const release = deferred();
+    const taking = deferred();
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { concurrency: 8, pollIntervalMs: 50, shutdownGraceMs: 2_000 },
+      providers: [Handlers],
+    });
+    // The batch's take lands, and its answer is held until the app is closing.
+    const held = proxy.delayReply({
+      match: (command) => {
+        if (!isBatchTake(command)) return false;
+        taking.resolve();
+        return true;
+      },
+      until: release.promise,
+    });
+    await app.jobs.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ name: 'batched', payload: { i } })));
+    await taking.promise;
+    const closing = app.close();
+    release.resolve();
+    await closing;
+
+    expect(held.answered).toBe(1);
+    const rows = await rawJobs(dbName).find({}).toArray();
+    const handedBack = rows.filter((row) => row.status === 'pending');
+    // The first claim of the burst was single (its job ran); the batch took the others and handed every one back.
+    const ran = rows.filter((row) => row.status === 'completed');
+    expect(handedBack.length).toBeGreaterThanOrEqual(1);
+    expect(ran.length + handedBack.length).toBe(6);
+    for (const row of handedBack) {
+      expect(row).toMatchObject({ attemptCount: 0 });
+      expect(row.lockedBy ?? null).toBeNull();
+    }
   });
 });
