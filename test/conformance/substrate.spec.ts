@@ -139,9 +139,25 @@ describe(`MongoDB substrate conformance (${process.env.JOBS_TEST_MONGO_KIND})`, 
       .sort({ _id: -1 })
       .toArray();
     expect(taken.map((row) => row._id)).toEqual([ids[5], ids[1]]);
+    const twice = await col.find({ _id: { $in: [ids[1], ids[1]] }, status: 'running' }).toArray();
+    expect(twice.map((row) => row._id)).toEqual([ids[1]]);
+    const natural = await col
+      .find({ _id: { $in: ids.slice(0, 3) }, lockedBy: { $exists: true } })
+      .sort({ $natural: -1 })
+      .toArray();
+    expect(natural.map((row) => row._id)).toEqual([ids[2], ids[1], ids[0]]);
     const many = await col.updateMany({ _id: { $in: ids }, status: 'pending' }, { $set: { status: 'running' } });
     expect(many.matchedCount).toBe(3);
     expect(await col.countDocuments({ status: 'running' })).toBe(6);
+    const named = dbs[0].collection<{ _id: string; x: number }>('named');
+    await named.insertMany([
+      { _id: 'abz', x: 1 },
+      { _id: 'abc', x: 2 },
+      { _id: 'xyz', x: 1 },
+    ]);
+    const byPattern = await named.find({ _id: { $in: [/^ab/] }, x: 1 }).toArray();
+    expect(byPattern.map((row) => row._id)).toEqual(['abz']);
+    expect((await named.updateOne({ _id: 'xyz', x: 1 }, { $set: { x: 3 } })).modifiedCount).toBe(1);
   });
 
   it('runs the simple aggregations the library uses ($match $group $sort $limit $count)', async () => {

@@ -9,9 +9,11 @@ import de.bwaldvogel.mongo.backend.memory.MemoryBackend;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.backend.memory.MemoryDatabase;
 import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.bson.ObjectId;
 
 import java.io.InputStream;
 import java.net.InetSocketAddress;
+import java.util.Collection;
 import java.util.List;
 
 /**
@@ -41,7 +43,10 @@ public final class TestMongoServer {
      * (`{ _id, lockedBy, status }`) scanned the whole collection: O(rows) per update, where a real mongod does a point
      * lookup on `_id` and filters the one row. That cost, not round trips, bounded every throughput figure measured
      * here (77% of the server's CPU samples in a batched run). This looks such a query up by `_id` first and matches
-     * the whole query on what it finds, as mongod does.
+     * the whole query on what it finds, as mongod does, but only for the shapes the library sends: `_id` equal to an
+     * ObjectId or a string, or `$in` of those, and no `$natural` sort. Anything else (a regex inside `$in`, numbers,
+     * documents) takes the scan as before, since the index's own lookup is not a superset of the matches there.
+     * Without a sort, rows come back in `_id` order (as from mongod's `_id` index), not in insertion order.
      */
     private static final class IdLookupCollection extends MemoryCollection {
         IdLookupCollection(MongoDatabase database, String name, CollectionOptions options, CursorRegistry cursors) {
@@ -51,7 +56,7 @@ public final class TestMongoServer {
         @Override
         protected QueryResult queryDocuments(
                 Document query, Document orderBy, int skip, int limit, int batchSize, Document projection) {
-            if (query.size() > 1 && query.containsKey("_id")) {
+            if (query.size() > 1 && isPointLookup(query.get("_id")) && !hasNaturalOrder(orderBy)) {
                 Document byId = new Document("_id", query.get("_id"));
                 for (Index<Integer> index : getIndexes()) {
                     boolean idIndex = index.getKeys().size() == 1 && "_id".equals(index.getKeys().get(0).getKey());
@@ -61,6 +66,25 @@ public final class TestMongoServer {
                 }
             }
             return super.queryDocuments(query, orderBy, skip, limit, batchSize, projection);
+        }
+
+        /** An ObjectId or a string, or `{ $in: [...] }` of only those. */
+        private static boolean isPointLookup(Object id) {
+            if (isPlainId(id)) return true;
+            if (!(id instanceof Document)) return false;
+            Document operators = (Document) id;
+            Object in = operators.get("$in");
+            return operators.size() == 1
+                    && in instanceof Collection
+                    && ((Collection<?>) in).stream().allMatch(IdLookupCollection::isPlainId);
+        }
+
+        private static boolean isPlainId(Object id) {
+            return id instanceof ObjectId || id instanceof String;
+        }
+
+        private static boolean hasNaturalOrder(Document orderBy) {
+            return orderBy != null && orderBy.containsKey("$natural");
         }
     }
 
