@@ -52,7 +52,7 @@ export const DEDUPE_WRITE_TRIES = 5;
  */
 export const MAX_ENQUEUE_ATTEMPTS = 1_000;
 
-/** Largest `claimBatchSize`: one bulk of that many updates is one command (see `MAX_UPDATES_PER_COMMAND`). */
+/** Largest `claimBatchSize`: a batch of that many is a bulk of that many updates and a read-back of that many rows. */
 export const MAX_CLAIM_BATCH_SIZE = 1_000;
 
 /** Longest accepted job name. */

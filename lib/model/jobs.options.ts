@@ -63,9 +63,12 @@ export interface JobsModuleOptions {
   /** Wait between polls that found nothing to do, in ms. @default 1000 */
   pollIntervalMs?: number;
   /**
-   * Most due jobs one claim takes while there is a backlog: one command reads them in claim order, one takes each for
-   * its own lock id, one reads back what it took (see docs/benchmarks.md). A claim never asks for more than the free
-   * slots. `1` claims one job per `findOneAndUpdate`, as a lone job on a quiet queue always is. From 1 to 1,000.
+   * Most due jobs one claim takes while there is a backlog and at least two slots are free: one command reads them in
+   * claim order, one takes each for its own lock id, one reads back what it took (a fourth searches for expired leases
+   * first, at most once per poll interval); see docs/guarantees.md, "Batch claims". A claim never asks for more than
+   * the free slots. `1` claims one job per `findOneAndUpdate` (up to 8 in flight), as a lone job on a quiet queue
+   * always is. Nothing else is sent while a batch is in flight, so a size well below `concurrency` fills free slots a
+   * few at a time: use 1, or at least `concurrency`. From 1 to 1,000.
    * @default 32
    */
   claimBatchSize?: number;

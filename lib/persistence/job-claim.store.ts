@@ -73,7 +73,8 @@ export class JobClaimStore {
     return this.collection
       .find<Pick<JobDocument, '_id' | 'name'>>(
         { ...query.filter(now), ...scopeFilter(scope) },
-        { sort: query.sort, limit, projection: { _id: 1, name: 1 } },
+        // batchSize: a server answers 101 rows in a first batch unless told; one command, whatever the limit.
+        { sort: query.sort, limit, batchSize: limit, projection: { _id: 1, name: 1 } },
       )
       .toArray();
   }
@@ -123,7 +124,7 @@ export class JobClaimStore {
       .find(
         { _id: { $in: ids }, status: 'running', lockedUntil, lockedBy: { $in: lockIds } },
         // From the primary, which has the batch's writes (an application's secondary read preference must not hide them).
-        { sort: CLAIM_SOURCES.pending.sort, readPreference: 'primary' },
+        { sort: CLAIM_SOURCES.pending.sort, readPreference: 'primary', batchSize: claims.length },
       )
       .toArray();
   }

@@ -209,7 +209,7 @@ describe('batch claims', () => {
     expect((await rawJobs(dbName).findOne({ name: 'solo' }))?.status).toBe('pending');
   });
 
-  it('claims a backlog one job per findOneAndUpdate with claimBatchSize 1, and in batches by default', async () => {
+  it('claims a backlog one job per findOneAndUpdate with claimBatchSize 1, in batches of at most claimBatchSize otherwise', async () => {
     const claimCommands = async (claimBatchSize?: number) => {
       const dbName = uniqueDatabaseName('batch_size');
       const commands: Document[] = [];
@@ -231,6 +231,7 @@ describe('batch claims', () => {
       await waitFor(async () => (await rawJobs(dbName).countDocuments({ status: 'completed' })) === 40, '40 completed');
       return {
         takes: commands.filter(isBatchTake).length,
+        largestTake: Math.max(0, ...commands.filter(isBatchTake).map((command) => command.updates.length)),
         peeks: commands.filter((command) => command.find === 'jobs' && command.limit > 1).length,
         singles: commands.filter((command) => command.findAndModify === 'jobs' && command.query?.status === 'pending')
           .length,
@@ -242,7 +243,11 @@ describe('batch claims', () => {
     expect(unbatched.singles).toBeGreaterThanOrEqual(40);
     const batched = await claimCommands();
     expect(batched.takes).toBeGreaterThanOrEqual(1);
+    expect(batched.largestTake).toBeGreaterThan(3);
     expect(batched.singles).toBeLessThan(40);
+    const small = await claimCommands(3);
+    expect(small.takes).toBeGreaterThanOrEqual(1);
+    expect(small.largestTake).toBe(3);
   });
 
   it('hands back every row of a batch still in flight when the worker shuts down: none runs, none is charged', async () => {
@@ -274,11 +279,12 @@ describe('batch claims', () => {
     const rows = await rawJobs(dbName).find({}).toArray();
     const handedBack = rows.filter((row) => row.status === 'pending');
     // The first claim of the burst was single (its job ran); the batch took the others and handed every one back.
-    const ran = rows.filter((row) => row.status === 'completed');
-    expect(handedBack.length).toBeGreaterThanOrEqual(1);
-    expect(ran.length + handedBack.length).toBe(6);
+    // Nothing else is sent while a batch is in flight, so the batch took the 5 others.
+    expect(rows.filter((row) => row.status === 'completed')).toHaveLength(1);
+    expect(handedBack).toHaveLength(5);
     for (const row of handedBack) {
-      expect(row).toMatchObject({ attemptCount: 0 });
+      // Taken once (fencing token 1), then handed back: not charged, not locked.
+      expect(row).toMatchObject({ attemptCount: 0, fencingToken: 1 });
       expect(row.lockedBy ?? null).toBeNull();
     }
   });
