@@ -11,6 +11,7 @@ const CONCURRENCY = 16;
 /** Jobs enqueued at once per sample: a lone job, and a shallow burst (below the free slots). */
 const BURSTS = [1, 4] as const;
 const VARIANTS = [
+  // At concurrency 16 a batch takes at most the 15 slots left after the burst's first claim.
   { label: 'batched claims (claimBatchSize 32)', claimBatchSize: 32 },
   { label: 'single claims (claimBatchSize 1)', claimBatchSize: 1 },
 ] as const;
@@ -34,15 +35,20 @@ interface VariantRep {
 /**
  * Shallow queue, same process: an idle worker (concurrency 16) is woken by an enqueue of 1 job, or of 4 at once, and
  * each job's enqueue → handler start is timed. Run with batched claims (the default) and with `claimBatchSize: 1`,
- * interleaved rep by rep in alternating order: batching must not add latency where there is no backlog.
+ * interleaved rep by rep in alternating order: batching must not add latency where there is no backlog. A lone job is
+ * one claim either way (a burst opens with one); a burst of 4 shows the batch (3 round trips after the first claim)
+ * against single claims (up to one more in flight per job claimed). A batch needs two free slots and a backlog, so a
+ * job picked up as one slot frees on a full worker is one claim either way too.
  */
 export async function runShallowPickup(ctx: BenchContext, config: BenchConfig) {
   const reps = new Map<string, VariantRep[]>(VARIANTS.map((v) => [v.label, []]));
-  const samplesPerBurst = Math.max(10, Math.round(config.pickupSamples / 4));
-  for (let rep = 1; rep <= config.repetitions; rep += 1) {
+  // As many interleaved reps as the throughput rounds (9 by default), fewer samples each.
+  const repetitions = config.throughputRounds;
+  const samplesPerBurst = Math.max(10, Math.round(config.pickupSamples / 8));
+  for (let rep = 1; rep <= repetitions; rep += 1) {
     const order = rep % 2 === 1 ? VARIANTS : [...VARIANTS].reverse();
     for (const variant of order) {
-      log(`shallow pickup rep ${rep}/${config.repetitions}: ${variant.label}, ${samplesPerBurst} samples per burst`);
+      log(`shallow pickup rep ${rep}/${repetitions}: ${variant.label}, ${samplesPerBurst} samples per burst`);
       reps.get(variant.label)?.push(await variantRep(ctx, variant.claimBatchSize, samplesPerBurst));
     }
   }
@@ -59,7 +65,7 @@ export async function runShallowPickup(ctx: BenchContext, config: BenchConfig) {
     }
   }
   const table = formatTable(
-    `3b. Shallow queue pickup, same process, enqueue → handler start (ms; concurrency ${CONCURRENCY}, poll ${POLL_MS} ms, median of ${config.repetitions} interleaved reps)`,
+    `3b. Shallow queue pickup, same process, enqueue → handler start (ms; concurrency ${CONCURRENCY}, poll ${POLL_MS} ms, median of ${repetitions} interleaved reps)`,
     ['claims', 'jobs per enqueue', 'samples', 'p50', 'p95'],
     rows,
   );

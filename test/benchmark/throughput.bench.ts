@@ -38,7 +38,7 @@ const TRIAL_TIMEOUT_MS = 180_000;
  * expired-lease findOneAndUpdate before every claim; `-serial-claim` claims from one loop, one claim in flight at a
  * time, completions running concurrently, like the library's poll loop. `raw-serial-claim+reclaim` is the library's
  * protocol and loop shape without the library. Together they split the gap to the raw loop into its causes.
- * The order is the order within a round: raw first, then the library right after it.
+ * The order is the first round's; each later round rotates it (`roundOrder`).
  */
 const SYSTEMS = [
   'raw',
@@ -128,7 +128,7 @@ class NoopJobs {
 }
 
 /**
- * Interleaved rounds, each `raw, library, (diagnostic variants), (agenda in the first rounds)`: the machine's noise
+ * Interleaved rounds of `raw, library, (diagnostic variants)` in rotating order, then Agenda in the first rounds: the machine's noise
  * drifts over minutes, so each system's figures are compared with the raw loop's of the same round.
  */
 export async function runThroughput(ctx: BenchContext, config: BenchConfig, serverPid: number | null) {
@@ -143,7 +143,7 @@ export async function runThroughput(ctx: BenchContext, config: BenchConfig, serv
   await warmUp(ctx, config, systems, agendaConfig);
   const rounds = config.throughputRounds;
   for (let round = 1; round <= rounds; round += 1) {
-    for (const system of [...systems]) {
+    for (const system of roundOrder(systems, round)) {
       if (system === 'agenda' && round > config.agendaRounds) continue;
       log(`throughput round ${round}/${rounds}: ${system}, ${config.throughputJobs} jobs`);
       const cpu = new CpuMeter(serverPid);
@@ -169,6 +169,16 @@ export async function runThroughput(ctx: BenchContext, config: BenchConfig, serv
     }
   }
   return summarize(trials, config, agendaConfig);
+}
+
+/**
+ * The systems in the order of this round: rotated by one each round (Agenda, in the first rounds only, last), so that
+ * no system always runs right after the same one (and inherits, say, the server's collection of its dropped database).
+ */
+function roundOrder(systems: readonly ThroughputSystem[], round: number): ThroughputSystem[] {
+  const rotating = systems.filter((system) => system !== 'agenda');
+  const shift = (round - 1) % Math.max(1, rotating.length);
+  return [...rotating.slice(shift), ...rotating.slice(0, shift), ...systems.filter((system) => system === 'agenda')];
 }
 
 /**
