@@ -82,7 +82,7 @@ export interface ThroughputTrial {
   clientCpuMsPerJob: number;
   /** The server process's CPU per measured job, when its pid is known (the Java server): the server-side cost. */
   serverCpuMsPerJob: number | null;
-  /** Commands sent per job during the run, by kind (command monitoring is on for all systems alike). */
+  /** Commands sent per job during the run, by kind: only in the counting trial (`countCommands`), else empty. */
   commandsPerJob: Record<string, number>;
 }
 
@@ -150,10 +150,10 @@ export async function runThroughput(ctx: BenchContext, config: BenchConfig, serv
       try {
         const run =
           system === 'library' || system === 'library-single-claims'
-            ? await libraryTrial(ctx, config, cpu, round, system)
+            ? await libraryTrial(ctx, config, cpu, round, system, false)
             : system === 'agenda'
-              ? await agendaTrial(ctx, config, cpu, agendaConfig, round)
-              : await rawTrial(ctx, config, cpu, system, round);
+              ? await agendaTrial(ctx, config, cpu, agendaConfig, round, false)
+              : await rawTrial(ctx, config, cpu, system, round, false);
         trials.push(run);
         log(
           `  ${fmtInt(run.jobsPerSecond)} jobs/s (run ${fmtInt(run.runMs)} ms, enqueue ${fmtInt(run.enqueueMs)} ms), ` +
@@ -168,7 +168,38 @@ export async function runThroughput(ctx: BenchContext, config: BenchConfig, serv
       }
     }
   }
-  return summarize(trials, config, agendaConfig);
+  const counts = await countCommands(ctx, config, systems, agendaConfig);
+  return summarize(trials, counts, config, agendaConfig);
+}
+
+/**
+ * Commands per job, by kind, from one more trial of each system with command monitoring on. Not in the measured
+ * rounds: monitoring copies every command and decodes every reply once more (about a tenth of the library's client
+ * allocations in a profile), which costs more the more commands a system sends.
+ */
+async function countCommands(
+  ctx: BenchContext,
+  config: BenchConfig,
+  systems: readonly ThroughputSystem[],
+  agenda: { processEveryMs: number; lockLimit: number },
+): Promise<Map<ThroughputSystem, Record<string, number>>> {
+  const counts = new Map<ThroughputSystem, Record<string, number>>();
+  const cpu = new CpuMeter(null);
+  for (const system of systems) {
+    log(`throughput commands per job: ${system}, ${config.throughputJobs} jobs, command monitoring on`);
+    try {
+      const run =
+        system === 'library' || system === 'library-single-claims'
+          ? await libraryTrial(ctx, config, cpu, 0, system, true)
+          : system === 'agenda'
+            ? await agendaTrial(ctx, config, cpu, agenda, 0, true)
+            : await rawTrial(ctx, config, cpu, system, 0, true);
+      counts.set(system, run.commandsPerJob);
+    } catch (error) {
+      log(`  ${system} failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+    }
+  }
+  return counts;
 }
 
 /**
@@ -195,10 +226,11 @@ async function warmUp(
   log(`throughput warm-up: ${small.throughputJobs} jobs per system, not recorded`);
   const cpu = new CpuMeter(null);
   for (const system of systems) {
-    if (system === 'library' || system === 'library-single-claims') await libraryTrial(ctx, small, cpu, 0, system);
+    if (system === 'library' || system === 'library-single-claims')
+      await libraryTrial(ctx, small, cpu, 0, system, false);
     // Agenda's failure, if any, is reported by the measured trials.
-    else if (system === 'agenda') await agendaTrial(ctx, small, cpu, agenda, 0).catch(() => undefined);
-    else await rawTrial(ctx, small, cpu, system, 0);
+    else if (system === 'agenda') await agendaTrial(ctx, small, cpu, agenda, 0, false).catch(() => undefined);
+    else await rawTrial(ctx, small, cpu, system, 0, false);
   }
 }
 
@@ -247,6 +279,7 @@ const TARGETS: Array<{ label: string; bound: Bound; measure: (r: ThroughputRepor
 
 function summarize(
   trials: ThroughputReport['trials'],
+  counts: Map<ThroughputSystem, Record<string, number>>,
   config: BenchConfig,
   agenda: Record<string, number>,
 ): ThroughputReport {
@@ -272,7 +305,7 @@ function summarize(
   };
   const rows: string[][] = [];
   const ratioRows: string[][] = [];
-  const breakdown: string[] = ['Commands per job during the run (last round):'];
+  const breakdown: string[] = ['Commands per job (one more trial per system, with command monitoring on):'];
   const notes: string[] = [];
   for (const system of SYSTEMS) {
     const runs = ok(system);
@@ -293,7 +326,7 @@ function summarize(
       jobsPerSecond: spreadOf(runs.map((t) => t.jobsPerSecond)),
       clientCpuMsPerJob: spreadOf(runs.map((t) => t.clientCpuMsPerJob)),
       serverCpuMsPerJob: spreadOf(runs.map((t) => t.serverCpuMsPerJob)),
-      commandsPerJob: spreadOf(runs.map((t) => Object.values(t.commandsPerJob).reduce((a, b) => a + b, 0))),
+      commandsPerJob: spreadOf([Object.values(counts.get(system) ?? {}).reduce((a, b) => a + b, 0)]),
       enqueueJobsPerSecond: medianOf(runs, (t) => (t.jobs / t.enqueueMs) * 1000),
     };
     report.systems[system] = summary;
@@ -329,9 +362,7 @@ function summarize(
         fmtRatio(ratios.serverCpuMsPerJob),
       ]);
     }
-    const kinds = Object.entries(runs[runs.length - 1].commandsPerJob).map(
-      ([kind, count]) => `${kind} ${fmt(count, 2)}`,
-    );
+    const kinds = Object.entries(counts.get(system) ?? {}).map(([kind, count]) => `${kind} ${fmt(count, 2)}`);
     breakdown.push(`  ${system}: ${kinds.join(', ')}`);
   }
   if (ok('library').length > 0 && ok('agenda').length > 0) {
@@ -381,6 +412,7 @@ async function libraryTrial(
   cpu: CpuMeter,
   round: number,
   system: 'library' | 'library-single-claims',
+  counting: boolean,
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const dbName = benchDbName('tp_lib');
@@ -393,11 +425,13 @@ async function libraryTrial(
       ...(system === 'library-single-claims' ? { claimBatchSize: 1 } : {}),
     },
     [NoopJobs],
-    { monitorCommands: true },
+    { monitorCommands: counting },
   );
   try {
     const jobs = app.get(JobsService);
-    const commands = new CommandCounter(app.get<Connection>(getConnectionToken()).getClient() as never);
+    const commands = counting
+      ? new CommandCounter(app.get<Connection>(getConnectionToken()).getClient() as never)
+      : undefined;
     let completed = 0;
     const allDone = countdown(n);
     // `completed` is emitted after the owner-fenced completion write landed: the job is done in the database.
@@ -414,12 +448,13 @@ async function libraryTrial(
     const t1 = nowMs();
     const completedDuringEnqueue = completed;
     cpu.start();
-    commands.start();
+    commands?.start();
     await withTimeout(allDone.promise, TRIAL_TIMEOUT_MS, 'library throughput');
     const t2 = nowMs();
     subscription.unsubscribe();
     const measured = n - completedDuringEnqueue;
-    return trial(system, round, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpu.stop(), commands.stop(measured));
+    const cpuUsed = cpu.stop();
+    return trial(system, round, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpuUsed, commands?.stop(measured) ?? {});
   } finally {
     await app.close();
     await dropDatabase(ctx.client.db(dbName));
@@ -438,14 +473,15 @@ async function rawTrial(
   cpu: CpuMeter,
   system: ThroughputSystem,
   round: number,
+  counting: boolean,
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const dbName = benchDbName('tp_raw');
   // Its own client, like the library's own mongoose connection: both start with a cold pool. The same driver copy as
   // the library's (mongoose bundles its own, a minor version apart from the top-level one), so the two loops differ
   // in what they do, not in which driver and BSON build does it.
-  const client = (await mongo.MongoClient.connect(ctx.uri, { monitorCommands: true })) as unknown as MongoClient;
-  const commands = new CommandCounter(client);
+  const client = (await mongo.MongoClient.connect(ctx.uri, { monitorCommands: counting })) as unknown as MongoClient;
+  const commands = counting ? new CommandCounter(client) : undefined;
   const collection = client.db(dbName).collection('jobs');
   // The library's lock id shape (`host:pid:random#n`): the same bytes in every claim, completion and row.
   const workerId = defaultWorkerId();
@@ -457,7 +493,7 @@ async function rawTrial(
     await collection.insertMany(docs as never[], { ordered: false });
     const t1 = nowMs();
     cpu.start();
-    commands.start();
+    commands?.start();
     let completed = 0;
     let sequence = 0;
     const claim = async (): Promise<{ _id: ObjectId; lockId: string } | null> => {
@@ -523,7 +559,8 @@ async function rawTrial(
     await withTimeout(work, TRIAL_TIMEOUT_MS, `${system} throughput`);
     const t2 = nowMs();
     if (completed !== n) throw new Error(`${system} completed ${completed} of ${n} jobs`);
-    return trial(system, round, n, t1 - t0, t2 - t1, 0, cpu.stop(), commands.stop(n));
+    const cpuUsed = cpu.stop();
+    return trial(system, round, n, t1 - t0, t2 - t1, 0, cpuUsed, commands?.stop(n) ?? {});
   } finally {
     await dropDatabase(client.db(dbName));
     await client.close();
@@ -552,6 +589,7 @@ async function agendaTrial(
   cpu: CpuMeter,
   options: { processEveryMs: number; lockLimit: number },
   round: number,
+  counting: boolean,
 ): Promise<ThroughputTrial> {
   const n = config.throughputJobs;
   const [{ Agenda }, { MongoBackend }] = await Promise.all([
@@ -559,8 +597,8 @@ async function agendaTrial(
     ensureAgendaBackend(),
   ]);
   const dbName = benchDbName('tp_agenda');
-  const client = await MongoClient.connect(ctx.uri, { monitorCommands: true });
-  const commands = new CommandCounter(client);
+  const client = await MongoClient.connect(ctx.uri, { monitorCommands: counting });
+  const commands = counting ? new CommandCounter(client) : undefined;
   const errors: string[] = [];
   const agenda = new Agenda({
     backend: new MongoBackend({ mongo: client.db(dbName) }),
@@ -586,7 +624,7 @@ async function agendaTrial(
     const allDone = countdown(n);
     agenda.on('complete', () => allDone.tick());
     cpu.start();
-    commands.start();
+    commands?.start();
     started = true;
     await agenda.start();
     await withTimeout(
@@ -607,7 +645,8 @@ async function agendaTrial(
       'agenda throughput',
     );
     const t2 = nowMs();
-    return trial('agenda', round, n, t1 - t0, t2 - t1, 0, cpu.stop(), commands.stop(n));
+    const cpuUsed = cpu.stop();
+    return trial('agenda', round, n, t1 - t0, t2 - t1, 0, cpuUsed, commands?.stop(n) ?? {});
   } finally {
     if (started) await agenda.stop(false).catch(() => undefined);
     await dropDatabase(client.db(dbName));
