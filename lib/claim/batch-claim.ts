@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { addMs, now } from '../model/clock.js';
+import { MAX_CLAIM_BATCH_SIZE } from '../model/jobs.constants.js';
 import type { JobClaimStore } from '../persistence/job-claim.store.js';
 import type { ClaimsInDoubt } from './claims-in-doubt.js';
 import type { LockIdSequence } from './lock-id.js';
@@ -40,7 +41,7 @@ export class BatchClaim {
     const { claims, inDoubt, lockIds, leaseMs, pollIntervalMs } = this.deps;
     if (Date.now() - this.refusedAt < pollIntervalMs) return null;
     const scope = { names, skipIds: this.deps.skipIds() };
-    const candidates = await claims.peekDue(now(), scope, want);
+    const candidates = await claims.peekDue(now(), scope, Math.min(want, MAX_CLAIM_BATCH_SIZE));
     if (candidates.length === 0) return [];
     const chosen = withinRoom(candidates, roomOf);
     const rows = chosen.map((candidate) => ({ id: candidate._id, lockId: lockIds.next() }));
