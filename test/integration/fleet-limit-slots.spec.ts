@@ -71,7 +71,9 @@ describe('a fleet-wide slot is held until its holder’s lease ends', () => {
   const row = (id: string) => db.collection('jobs').findOne({ _id: new Types.ObjectId(id) });
 
   it('a saturated name does not hold back an unlimited one, and the loop does not spin on it', async () => {
-    const app = await startApp('slots_hol');
+    // A lease long enough that a loaded machine cannot lose it while the test waits: this test is about claims, and a
+    // lost 600 ms lease (one run at load 18) starts the limited job again.
+    const app = await startApp('slots_hol', { leaseMs: 10_000 });
     const limited = await app.jobs.enqueueMany(Array.from({ length: 3 }, () => ({ name: 'one.at.a.time' })));
     await waitFor(() => starts.length === 1, 'the first limited job to start');
     await app.jobs.enqueueMany(Array.from({ length: 30 }, () => ({ name: 'free' })));
