@@ -16,6 +16,8 @@ export interface RunSummary {
   operations: Record<string, number>;
   faults: Record<string, number>;
   handlerCalls: number;
+  /** State-keyed triggers that fired, by label (test/torture/triggers.ts). */
+  triggers: Record<string, number>;
   jobs: number;
   finalStatuses: Record<string, number>;
   rowsSettled: boolean;
@@ -692,7 +694,9 @@ function summarize(lines: HistoryLine[], calls: Map<string, HandlerCall>, finalR
   const operations: Record<string, number> = {};
   const faults: Record<string, number> = {};
   const jobs = new Set<string>();
+  const fired = new Map<unknown, string>();
   for (const line of lines) {
+    if (line.type === 'trigger-fired') fired.set(line.trigger, line.label as string);
     if (line.type === 'op') operations[line.op as string] = (operations[line.op as string] ?? 0) + 1;
     if (line.type === 'fault') {
       const key = line.kind ? `${line.kind}:${line.fault}` : String(line.fault);
@@ -704,7 +708,17 @@ function summarize(lines: HistoryLine[], calls: Map<string, HandlerCall>, finalR
   const finalStatuses: Record<string, number> = {};
   for (const row of finalRows) finalStatuses[row.status] = (finalStatuses[row.status] ?? 0) + 1;
   const settled = lines.find((line) => line.type === 'phase' && line.phase === 'final')?.settled === true;
-  return { operations, faults, handlerCalls: calls.size, jobs: jobs.size, finalStatuses, rowsSettled: settled };
+  const triggers: Record<string, number> = {};
+  for (const label of fired.values()) triggers[label] = (triggers[label] ?? 0) + 1;
+  return {
+    operations,
+    faults,
+    handlerCalls: calls.size,
+    triggers,
+    jobs: jobs.size,
+    finalStatuses,
+    rowsSettled: settled,
+  };
 }
 
 /** A violation as a few readable lines: the seed, the invariant, and the history that shows it (times relative). */

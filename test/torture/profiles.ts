@@ -29,6 +29,12 @@ export interface TortureProfile {
   processFaultEveryMs: number;
   /** Mean pause between two proxy-wide faults (cut every connection, or black-hole a while). */
   proxyFaultEveryMs: number;
+  /**
+   * State-keyed triggers (test/torture/triggers.ts): mean pause between one trigger done (or expired) and the next
+   * armed, and how long one waits for its state before it expires.
+   */
+  triggerEveryMs: number;
+  triggerArmedMs: number;
   /** Chance that one command of each kind is faulted. */
   commandFaultRates: Partial<Record<CommandKind, number>>;
   /** Options of every process's `JobsModule.forRoot`. */
@@ -69,6 +75,8 @@ const COMMON = {
   },
   mongoose: { serverSelectionTimeoutMS: 1_000, heartbeatFrequencyMS: 500, connectTimeoutMS: 1_000 },
   timerToleranceMs: 300,
+  triggerEveryMs: 600,
+  triggerArmedMs: 3_000,
   weights: { enqueue: 10, enqueueMany: 2, cancel: 2, retry: 2, runNow: 1, purge: 1, drain: 1, pause: 1, resume: 2 },
 } as const;
 
