@@ -121,7 +121,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   const stopping = new Set<ChaosWorker>();
   const spawned = new Set<ChaosWorker>();
   const features = { ...detectFeatures(options.packagePath ?? resolve('dist')), ...options.features };
-  const triggers = new TriggerBook(history);
+  // A few trigger books side by side, each arming one trigger at a time from its own generator.
+  const books = Array.from({ length: profile.triggersAtOnce }, () => new TriggerBook(history));
+  const armedNow = () => books.flatMap((book) => (book.current ? [book.current] : []));
   const restarts: Promise<void>[] = [];
   let faultsOn = false;
 
@@ -211,8 +213,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 
   /** A handler started: a `call-start` trigger armed for it fires (after its pause). */
   const onCallStart = (call: CallStarted) => {
-    const armed = triggers.current;
-    if (!armed || armed.fired || !callMatches(armed.plan, call) || armed.plan.on !== 'call-start') return;
+    const armed = armedNow().find((trigger) => !trigger.fired && callMatches(trigger.plan, call));
+    if (armed?.plan.on !== 'call-start') return;
     armed.fired = true;
     const plan = armed.plan;
     history.record({
@@ -275,8 +277,15 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       const planned = commandFaults(createPrng(options.seed * 31 + slot.index + 1), profile, codes);
       // A `command` trigger armed for this slot's proxy comes first (and may stop the worker as its command passes).
       slot.proxy?.setDecider((command) => {
-        const armed = triggers.current;
-        const keyed = armed && commandMatch(armed, slot.index, command);
+        let armed: ArmedTrigger | undefined;
+        let keyed: ReturnType<typeof commandMatch>;
+        for (const trigger of armedNow()) {
+          keyed = commandMatch(trigger, slot.index, command);
+          if (keyed) {
+            armed = trigger;
+            break;
+          }
+        }
         if (!armed || !keyed) return planned(command);
         history.record({
           type: 'trigger-fired',
@@ -287,9 +296,11 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           kind: command.kind,
           fault: keyed.type,
         });
-        if (armed.used === 1 && armed.plan.on === 'command' && armed.plan.stop) {
+        if (armed.used === 1 && armed.plan.on === 'command') {
+          // This command is forwarded; its reply, and everything else for a while, falls into the hole.
+          if (armed.plan.outageMs) slot.proxy?.blackhole(armed.plan.outageMs);
           const signal = armed.plan.stop;
-          setImmediate(() => stopAndRestart(slot, signal, 300));
+          if (signal) setImmediate(() => stopAndRestart(slot, signal, 300));
         }
         return keyed;
       });
@@ -299,12 +310,14 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     await Promise.all([
       processFaults(random, profile, slots, faultsUntil, stopAndRestart),
       proxyFaults(createPrng(options.seed * 17 + 5), profile, slots, faultsUntil),
-      armTriggers(createPrng(options.seed * 13 + 7), profile, triggers, faultsUntil, {
-        proxied: profile.proxied,
-        names: WORKLOAD_NAMES.map(({ name }) => name),
-        leaseMs: profile.jobs.leaseMs as number,
-        codes,
-      }),
+      ...books.map((book, index) =>
+        armTriggers(createPrng(options.seed * 13 + 7 + index * 1_000_003), profile, book, faultsUntil, {
+          proxied: profile.proxied,
+          names: WORKLOAD_NAMES.map(({ name }) => name),
+          leaseMs: profile.jobs.leaseMs as number,
+          codes,
+        }),
+      ),
     ]);
     faultsOn = false;
     await Promise.all(restarts);
@@ -424,16 +437,17 @@ async function processFaults(
 
 /** The trigger armed now (one at a time), recorded as it is armed and as it expires unfired. */
 class TriggerBook {
+  private static nextId = 0;
   current: ArmedTrigger | undefined;
-  private nextId = 0;
 
   constructor(private readonly history: HistoryWriter) {}
 
   arm(plan: ArmedTrigger['plan'], forMs: number): ArmedTrigger {
-    this.nextId += 1;
+    TriggerBook.nextId += 1;
+    const id = TriggerBook.nextId;
     const now = Date.now();
-    this.current = { id: this.nextId, plan, armedAt: now, expiresAt: now + forMs, used: 0, fired: false };
-    this.history.record({ type: 'trigger-armed', trigger: this.nextId, label: triggerLabel(plan), plan });
+    this.current = { id, plan, armedAt: now, expiresAt: now + forMs, used: 0, fired: false };
+    this.history.record({ type: 'trigger-armed', trigger: id, label: triggerLabel(plan), plan });
     return this.current;
   }
 

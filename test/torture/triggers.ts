@@ -11,7 +11,7 @@ import type { Prng } from './prng';
  * - `command`: the next command of a kind (claim, renewal, outcome write, read) through one worker's proxy gets the
  *   drawn faults, and the next ones on the same row (or, for a command that names no row, the next ones of that
  *   kind) get the rest (two renewals of one lease refused in a row, say); with `stop`, that worker is sent a
- *   signal at that moment, while the command is in flight;
+ *   signal at that moment, while the command is in flight; with `outageMs`, its proxy black-holes from then on;
  * - `call-start`: when a handler of a drawn name (and payload shape) starts, after a drawn pause, the drawn actions:
  *   cancel it, then maybe purge the cancelled rows, retry it (inside its cancel's settle window), enqueue a sibling of
  *   the same name and group; or retry or runNow it as it runs; or stop its worker, or cut its worker's connections.
@@ -34,11 +34,13 @@ export type TriggerPlan =
       on: 'command';
       /** The worker slot whose proxy watches for it. */
       slot: number;
-      kind: Extract<CommandKind, 'claim' | 'renewal' | 'outcome' | 'read'>;
+      kind: Extract<CommandKind, 'claim' | 'renewal' | 'outcome' | 'read' | 'delete'>;
       /** One fault per matching command, in order. */
       faults: CommandFault[];
       /** A signal sent to that slot's worker as the first matching command passes (it is in flight). */
       stop?: 'SIGTERM' | 'SIGKILL';
+      /** The proxy black-holes every connection for this long from the first matching command on (an outage). */
+      outageMs?: number;
     }
   | {
       on: 'call-start';
@@ -69,8 +71,8 @@ const ACTION_SEQUENCES: [TriggerAction[], number][] = [
   [['cancel'], 2],
   [['cancel', 'purge-cancelled'], 2],
   [['cancel', 'retry'], 2],
-  [['cancel', 'enqueue-sibling'], 2],
-  [['cancel', 'purge-cancelled', 'enqueue-sibling'], 1],
+  [['cancel', 'enqueue-sibling'], 3],
+  [['cancel', 'purge-cancelled', 'enqueue-sibling'], 2],
   [['retry'], 1],
   [['runNow'], 1],
   [['SIGTERM'], 1],
@@ -83,17 +85,18 @@ export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan 
   const lease = context.leaseMs;
   if (context.proxied > 0 && random.chance(0.5)) {
     const slot = random.int(0, context.proxied - 1);
-    const kind = random.weighted({ claim: 4, renewal: 2, outcome: 2, read: 1 });
+    const kind = random.weighted({ claim: 4, renewal: 2, outcome: 2, read: 1, delete: 1 });
     const count = random.weighted({ one: 3, two: 2, three: 1 });
     const faults = Array.from({ length: count === 'one' ? 1 : count === 'two' ? 2 : 3 }, () =>
       drawFault(random, context),
     );
     const stop = random.chance(0.3) ? (random.chance(0.7) ? 'SIGTERM' : 'SIGKILL') : undefined;
-    return { on: 'command', slot, kind, faults, ...(stop && { stop }) };
+    const outageMs = random.chance(0.2) ? random.int(lease / 2, lease * 2) : undefined;
+    return { on: 'command', slot, kind, faults, ...(stop && { stop }), ...(outageMs && { outageMs }) };
   }
   const name = random.chance(0.8) ? random.pick(context.names) : undefined;
   const shape = random.chance(0.5) ? random.pick(SHAPES) : undefined;
-  const afterMs = random.int(0, Math.floor(lease / 2));
+  const afterMs = random.int(0, Math.floor(lease / 3));
   const index = random.weighted(
     Object.fromEntries(ACTION_SEQUENCES.map(([, weight], i) => [String(i), weight])) as Record<string, number>,
   );
@@ -174,7 +177,8 @@ export function triggerDone(armed: ArmedTrigger): boolean {
 /** A short label of a trigger for summaries: `command:claim:lose-reply+delay:SIGTERM`, `call-start:cancel+retry`. */
 export function triggerLabel(plan: TriggerPlan): string {
   if (plan.on === 'command') {
-    return `command:${plan.kind}:${plan.faults.map((fault) => fault.type).join('+')}${plan.stop ? `:${plan.stop}` : ''}`;
+    const extra = `${plan.stop ? `:${plan.stop}` : ''}${plan.outageMs ? ':outage' : ''}`;
+    return `command:${plan.kind}:${plan.faults.map((fault) => fault.type).join('+')}${extra}`;
   }
   return `call-start:${plan.actions.join('+')}`;
 }
