@@ -91,7 +91,7 @@ export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan 
       drawFault(random, context),
     );
     const stop = random.chance(0.3) ? (random.chance(0.7) ? 'SIGTERM' : 'SIGKILL') : undefined;
-    const outageMs = random.chance(0.2) ? random.int(lease / 2, lease * 2) : undefined;
+    const outageMs = random.chance(0.2) ? random.int(lease / 2, lease * 3) : undefined;
     return { on: 'command', slot, kind, faults, ...(stop && { stop }), ...(outageMs && { outageMs }) };
   }
   const name = random.chance(0.8) ? random.pick(context.names) : undefined;
