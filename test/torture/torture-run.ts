@@ -20,7 +20,7 @@ import {
   callMatches,
   commandMatch,
   drawTrigger,
-  type TriggerAction,
+  RUNNER_ACTIONS,
   triggerDone,
   triggerLabel,
 } from './triggers';
@@ -227,20 +227,21 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     const slot = slots[Number(/^w(\d+)\./.exec(call.process)?.[1])];
     setTimeout(() => {
       if (!faultsOn) return;
-      const first = plan.actions[0] as TriggerAction;
-      if (first === 'SIGTERM' || first === 'SIGKILL') {
-        if (slot?.process?.id === call.process) stopAndRestart(slot, first, 300);
-        return;
+      // The runner's own actions first, in order (an outage, then a stop in it); the operations go to the driver.
+      for (const action of plan.actions.filter((action) => RUNNER_ACTIONS.includes(action))) {
+        if (action === 'cut') slot?.proxy?.cutAll();
+        if (action === 'outage') slot?.proxy?.blackhole(plan.outageMs);
+        if ((action === 'SIGTERM' || action === 'SIGKILL') && slot?.process?.id === call.process) {
+          stopAndRestart(slot, action, 300);
+        }
       }
-      if (first === 'cut') {
-        slot?.proxy?.cutAll();
-        return;
-      }
+      const operations = plan.actions.filter((action) => !RUNNER_ACTIONS.includes(action));
+      if (operations.length === 0) return;
       driver?.child.send(
         {
           type: 'trigger',
           id: armed.id,
-          actions: plan.actions,
+          actions: operations,
           job: call.job,
           name: call.name,
           group: call.group,

@@ -46,7 +46,8 @@ describe('generative fault checker: state-keyed triggers', () => {
     expect(draw(7)).toEqual(draw(7));
     expect(draw(7)).not.toEqual(draw(8));
     const labels = new Set(draw(7).map(triggerLabel));
-    for (const sequence of ['cancel', 'cancel+purge-cancelled', 'cancel+retry', 'cancel+enqueue-sibling', 'SIGTERM']) {
+    const sequences = ['cancel', 'cancel+purge-cancelled', 'cancel+retry', 'cancel+enqueue-sibling', 'outage+SIGTERM'];
+    for (const sequence of sequences) {
       expect(labels).toContain(`call-start:${sequence}`);
     }
     expect([...labels].some((label) => label.startsWith('command:claim:'))).toBe(true);
@@ -110,6 +111,7 @@ describe('generative fault checker: state-keyed triggers', () => {
       afterMs: 0,
       actions: ['cancel', 'retry'],
       sibling: { shape: 'quick', ms: 5 },
+      outageMs: 2_000,
     };
     const call = { process: 'w1.3', job: 'j', name: 't.group', group: 'g1', shape: 'slow' };
     expect(callMatches(plan, call)).toBe(true);

@@ -14,7 +14,8 @@ import type { Prng } from './prng';
  *   signal at that moment, while the command is in flight; with `outageMs`, its proxy black-holes from then on;
  * - `call-start`: when a handler of a drawn name (and payload shape) starts, after a drawn pause, the drawn actions:
  *   cancel it, then maybe purge the cancelled rows, retry it (inside its cancel's settle window), enqueue a sibling of
- *   the same name and group; or retry or runNow it as it runs; or stop its worker, or cut its worker's connections.
+ *   the same name and group; or retry or runNow it as it runs; or stop its worker, cut its worker's connections,
+ *   or black-hole them for a while (an outage), maybe stopping the worker in it.
  *
  * Nothing here knows a bug: the kinds, targets and actions are drawn with fixed weights from the seed; the runner
  * draws every part of a trigger when it arms it, so the plan does not depend on timing.
@@ -27,7 +28,11 @@ export type TriggerAction =
   | 'runNow'
   | 'SIGTERM'
   | 'SIGKILL'
-  | 'cut';
+  | 'cut'
+  | 'outage';
+
+/** The actions the runner takes itself (the others are operations the driver performs). */
+export const RUNNER_ACTIONS: readonly TriggerAction[] = ['SIGTERM', 'SIGKILL', 'cut', 'outage'];
 
 export type TriggerPlan =
   | {
@@ -53,6 +58,8 @@ export type TriggerPlan =
       actions: TriggerAction[];
       /** The sibling's handler, for `enqueue-sibling`. */
       sibling: { shape: 'quick' | 'slow'; ms: number };
+      /** How long the worker's proxy black-holes, for `outage`. */
+      outageMs: number;
     };
 
 /** What the draw needs to know of the run. */
@@ -78,6 +85,8 @@ const ACTION_SEQUENCES: [TriggerAction[], number][] = [
   [['SIGTERM'], 1],
   [['SIGKILL'], 1],
   [['cut'], 1],
+  [['outage'], 1],
+  [['outage', 'SIGTERM'], 1],
 ];
 
 /** Draws one trigger. Every random choice is made here, so one seed arms the same triggers in the same order. */
@@ -91,7 +100,7 @@ export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan 
       drawFault(random, context),
     );
     const stop = random.chance(0.3) ? (random.chance(0.7) ? 'SIGTERM' : 'SIGKILL') : undefined;
-    const outageMs = random.chance(0.2) ? random.int(lease / 2, lease * 3) : undefined;
+    const outageMs = random.chance(0.2) ? random.int(lease / 2, lease * 4) : undefined;
     return { on: 'command', slot, kind, faults, ...(stop && { stop }), ...(outageMs && { outageMs }) };
   }
   const name = random.chance(0.8) ? random.pick(context.names) : undefined;
@@ -104,6 +113,7 @@ export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan 
   const sibling = random.chance(0.7)
     ? { shape: 'quick' as const, ms: random.int(0, 60) }
     : { shape: 'slow' as const, ms: random.int(Math.floor(lease / 4), lease) };
+  const outageMs = random.int(lease / 2, lease * 4);
   return {
     on: 'call-start',
     ...(name !== undefined && { name }),
@@ -111,6 +121,7 @@ export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan 
     afterMs,
     actions,
     sibling,
+    outageMs,
   };
 }
 
