@@ -30,6 +30,8 @@ export interface ProxiedCommand {
   collection?: string;
   /** Connection number within this proxy (1-based, in accept order). */
   connection: number;
+  /** The row the command is about, as hex, when its filter names one by `_id` (a renewal, an outcome write…). */
+  job?: string;
 }
 
 /** Decides the fault for one command, or none. Called once per OP_MSG request from the client. */
@@ -276,7 +278,8 @@ export class FaultProxy {
     const target = body[name];
     const collection = typeof target === 'string' ? target : undefined;
     const kind = collection === this.collection ? classifyCommand(name, body, sequences) : 'other';
-    return { name, kind, collection, connection: link.id };
+    const job = kind === 'other' ? undefined : filterJob(name, body, sequences);
+    return { name, kind, collection, connection: link.id, ...(job && { job }) };
   }
 
   private record(fault: Omit<InjectedFault, 'at' | 'proxy' | 'connection'> & { connection?: number }): void {
@@ -306,6 +309,18 @@ function replyJob(message: Buffer): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The `_id` (as hex) a findAndModify's query or an update's first filter names, if it names exactly one. */
+function filterJob(name: string, body: Document, sequences: Map<string, Document[]>): string | undefined {
+  const filter =
+    name === 'findAndModify'
+      ? (body.query as Document | undefined)
+      : name === 'update'
+        ? (((body.updates as Document[] | undefined) ?? sequences.get('updates') ?? [])[0]?.q as Document | undefined)
+        : undefined;
+  const id = filter?._id as { toHexString?: () => string } | undefined;
+  return typeof id?.toHexString === 'function' ? id.toHexString() : undefined;
 }
 
 function errorReply(code: number, codeName: string): Document {

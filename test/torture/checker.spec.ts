@@ -62,6 +62,61 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check(lines)).toEqual(['1: two live handler calls of one job overlap']);
   });
 
+  it('invariant 1: a call cancelled while it ran stays live until its last deadline plus one lease, whatever its abort says', () => {
+    // The cancel landed at 300 (asked then, answered `cancelled`); the library reported the abort as a lost lease.
+    const cancel = [
+      { t: 300, p: 'driver', type: 'op', op: 'cancel', opId: 7, args: { id: 'j' } },
+      { t: 310, p: 'driver', type: 'op-answer', op: 'cancel', opId: 7, ok: true, answer: { status: 'cancelled' } },
+    ];
+    const cancelled = [
+      call('w0.1/1', 'j', 0, 1_500),
+      ...cancel,
+      { t: 500, p: 'w0.1', type: 'call-abort', call: 'w0.1/1', job: 'j', reason: 'LeaseLostError' },
+      end('w0.1/1', 'j', 2_200, 'threw-abort', { leaseLost: true }),
+    ];
+    // A retry's run at the old deadline: inside the settle window (until 3,000), while the first still settles.
+    expect(check([...cancelled, call('w1.1/1', 'j', 1_600, 3_100)])).toEqual([
+      '1: two live handler calls of one job overlap',
+    ]);
+    // Past the window, or after the first settled: fine.
+    expect(check([...cancelled, call('w1.1/1', 'j', 2_900, 4_400)])).toEqual([]);
+    expect(check([...cancelled, call('w1.1/1', 'j', 2_250, 3_750)])).toEqual([]);
+    // A cancel that was not answered `cancelled` (the job had ended) opens no window: the lost lease is documented.
+    const refused = cancel.map((line) =>
+      line.type === 'op-answer' ? { ...line, answer: { status: 'completed' } } : line,
+    );
+    const lost = [
+      call('w0.1/1', 'j', 0, 1_500),
+      ...refused,
+      { t: 500, p: 'w0.1', type: 'call-abort', call: 'w0.1/1', job: 'j', reason: 'LeaseLostError' },
+      end('w0.1/1', 'j', 2_200, 'threw-abort', { leaseLost: true }),
+    ];
+    expect(check([...lost, call('w1.1/1', 'j', 1_600, 3_100)])).toEqual([]);
+  });
+
+  it('invariant 2: a cancelled call holds its slot through its settle window; a lease lost before the cancel does not', () => {
+    const one = (id: string, job: string, start: number, deadline: number) => ({
+      ...call(id, job, start, deadline),
+      name: 'one',
+    });
+    const cancelA = [
+      { t: 300, p: 'driver', type: 'op', op: 'cancel', opId: 1, args: { id: 'a' } },
+      { t: 305, p: 'driver', type: 'op-answer', op: 'cancel', opId: 1, ok: true, answer: { status: 'cancelled' } },
+    ];
+    const a = [
+      one('w0.1/1', 'a', 0, 1_500),
+      { t: 600, p: 'w0.1', type: 'call-abort', call: 'w0.1/1', job: 'a', reason: 'LeaseLostError' },
+      end('w0.1/1', 'a', 2_000, 'threw-abort', { leaseLost: true }),
+    ];
+    const b = [one('w1.1/1', 'b', 1_600, 3_100), end('w1.1/1', 'b', 1_700)];
+    expect(check([...a, ...cancelA, ...b])).toEqual(['2: globalConcurrency 1 of one exceeded']);
+    // The same without the cancel: a lost lease, live until its deadline (1,500) only.
+    expect(check([...a, ...b])).toEqual([]);
+    // Lost (and recorded) before the cancel was asked: the lease rule, not the cancel's window.
+    const lostFirst = a.map((line) => (line.type === 'call-abort' ? { ...line, t: 200 } : line));
+    expect(check([...lostFirst, ...cancelA, ...b])).toEqual([]);
+  });
+
   it('invariant 2: two live calls under globalConcurrency 1; a call that ends as it starts never counts', () => {
     const one = (id: string, job: string, start: number, stop: number) => [
       { ...call(id, job, start, start + 1_500), name: 'one' },

@@ -16,6 +16,8 @@ export interface RunSummary {
   operations: Record<string, number>;
   faults: Record<string, number>;
   handlerCalls: number;
+  /** State-keyed triggers that fired, by label (test/torture/triggers.ts). */
+  triggers: Record<string, number>;
   jobs: number;
   finalStatuses: Record<string, number>;
   rowsSettled: boolean;
@@ -62,6 +64,13 @@ export interface HandlerCall {
   exitedAt?: number;
   /** Until when the call counts as live for the fleet limits: settled, or its lost lease's deadline. */
   liveUntil: number;
+  /**
+   * For a call whose job was cancelled while it ran (a cancel answered `cancelled`): when that cancel was asked, and
+   * the end of its documented settle window, the last lease deadline the call had seen by then plus one lease. Until
+   * then its row and slots stay taken and no retry runs, whatever reason the library gives its abort.
+   */
+  cancelledAt?: number;
+  settleWindowEnd?: number;
   lines: HistoryLine[];
 }
 
@@ -80,7 +89,7 @@ export function checkRun(
   context: CheckContext,
 ): { summary: RunSummary; violations: Violation[] } {
   const tolerance = context.profile.timerToleranceMs;
-  const calls = handlerCalls(lines);
+  const calls = handlerCalls(lines, context.profile.jobs.leaseMs as number);
   const byJob = groupBy([...calls.values()], (call) => call.job);
   const violations: Violation[] = [
     ...overlappingCalls(byJob, lines, tolerance),
@@ -118,7 +127,7 @@ function withNearbyFaults(violation: Violation, lines: HistoryLine[]): Violation
   return { ...violation, evidence };
 }
 
-function handlerCalls(lines: HistoryLine[]): Map<string, HandlerCall> {
+function handlerCalls(lines: HistoryLine[], leaseMs: number): Map<string, HandlerCall> {
   const calls = new Map<string, HandlerCall>();
   const exits = new Map<string, number>();
   for (const line of lines) {
@@ -166,14 +175,55 @@ function handlerCalls(lines: HistoryLine[]): Map<string, HandlerCall> {
       if (call.leaseLost || call.ignoredSignal) call.lossRecordedAt ??= line.t;
     }
   }
+  const cancels = successfulCancels(lines);
+  const starts = new Map<string, number[]>();
+  for (const call of calls.values()) starts.set(call.job, [...(starts.get(call.job) ?? []), call.start]);
   for (const call of calls.values()) {
     const exit = exits.get(call.process);
     if (call.end === undefined && exit !== undefined && exit >= call.start) call.exitedAt = exit;
     call.settledAt = call.end ?? call.exitedAt ?? Number.POSITIVE_INFINITY;
     // The row (and its slots) stay taken until that lease's deadline: a later owner may start then, not earlier.
     call.liveUntil = call.leaseLost || call.ignoredSignal ? Math.min(call.settledAt, call.deadline) : call.settledAt;
+    // Cancelled while it ran, before any loss or abort of its own: the cancel's settle window applies (the guarantees'
+    // "a cancelled job is never run twice at once"), even when the library reports the abort as a lost lease.
+    const abortedAt = call.lines.find((line) => line.type === 'call-abort')?.t;
+    const cancel = (cancels.get(call.job) ?? []).find(
+      (asked) =>
+        asked.at > call.start &&
+        asked.at < call.settledAt &&
+        (abortedAt === undefined || abortedAt >= asked.at) &&
+        (call.lossRecordedAt === undefined || call.lossRecordedAt >= asked.at) &&
+        // Another call of the job started since: the cancel may have hit that run, not this one.
+        !(starts.get(call.job) ?? []).some((start) => start > call.start && start <= asked.at),
+    );
+    if (cancel) {
+      call.cancelledAt = cancel.at;
+      call.settleWindowEnd = deadlineAt(call, cancel.at) + leaseMs;
+      call.liveUntil = Math.min(call.settledAt, call.settleWindowEnd);
+    }
   }
   return calls;
+}
+
+/**
+ * The cancels that landed, by job: when each was asked (the write landed between the ask and its answer `cancelled`).
+ * Judged from the ask, the earliest it may have landed: the settle window it opens ends no later than the library's.
+ */
+function successfulCancels(lines: HistoryLine[]): Map<string, { at: number }[]> {
+  const asked = new Map<string, HistoryLine>();
+  const cancels = new Map<string, { at: number }[]>();
+  for (const line of lines) {
+    if (line.op !== 'cancel') continue;
+    const key = `${line.p}/${line.opId}`;
+    if (line.type === 'op') asked.set(key, line);
+    const ask = asked.get(key);
+    const answer = line.answer as { status?: string } | undefined;
+    if (line.type !== 'op-answer' || !ask || line.ok !== true || answer?.status !== 'cancelled') continue;
+    const job = (ask.args as { id?: string } | undefined)?.id;
+    if (job === undefined) continue;
+    cancels.set(job, [...(cancels.get(job) ?? []), { at: ask.t }]);
+  }
+  return cancels;
 }
 
 /**
@@ -190,11 +240,13 @@ function overlappingCalls(byJob: Map<string, HandlerCall[]>, lines: HistoryLine[
       for (let j = i + 1; j < ordered.length; j += 1) {
         const [first, second] = [ordered[i], ordered[j]];
         if (second.start >= first.settledAt) continue;
-        const deadline = deadlineAt(first, second.start);
+        const deadline = first.settleWindowEnd ?? deadlineAt(first, second.start);
         const documented =
-          first.lossRecordedAt !== undefined &&
-          first.lossRecordedAt <= second.start + tolerance &&
-          second.start >= deadline;
+          first.settleWindowEnd !== undefined
+            ? second.start + tolerance >= first.settleWindowEnd
+            : first.lossRecordedAt !== undefined &&
+              first.lossRecordedAt <= second.start + tolerance &&
+              second.start >= deadline;
         if (documented) continue;
         violations.push({
           invariant: 1,
@@ -204,6 +256,9 @@ function overlappingCalls(byJob: Map<string, HandlerCall[]>, lines: HistoryLine[
             `${second.call} (lock ${second.lock}, attempt ${second.attempt}) started ${second.start - first.start} ms ` +
             `after ${first.call} (lock ${first.lock}, attempt ${first.attempt}), whose lease ran until ` +
             `${deadline - second.start} ms after that start and which was live until ${describeEnd(first)}; ` +
+            (first.cancelledAt !== undefined
+              ? `cancelled ${first.cancelledAt - first.start} ms after its start (settle window until its last deadline + one lease); `
+              : '') +
             `lease lost: ${first.leaseLost}, signal ignored: ${first.ignoredSignal}` +
             (first.abortReason ? `, aborted by ${first.abortReason}` : ''),
           evidence: [
@@ -692,7 +747,9 @@ function summarize(lines: HistoryLine[], calls: Map<string, HandlerCall>, finalR
   const operations: Record<string, number> = {};
   const faults: Record<string, number> = {};
   const jobs = new Set<string>();
+  const fired = new Map<unknown, string>();
   for (const line of lines) {
+    if (line.type === 'trigger-fired') fired.set(line.trigger, line.label as string);
     if (line.type === 'op') operations[line.op as string] = (operations[line.op as string] ?? 0) + 1;
     if (line.type === 'fault') {
       const key = line.kind ? `${line.kind}:${line.fault}` : String(line.fault);
@@ -704,7 +761,17 @@ function summarize(lines: HistoryLine[], calls: Map<string, HandlerCall>, finalR
   const finalStatuses: Record<string, number> = {};
   for (const row of finalRows) finalStatuses[row.status] = (finalStatuses[row.status] ?? 0) + 1;
   const settled = lines.find((line) => line.type === 'phase' && line.phase === 'final')?.settled === true;
-  return { operations, faults, handlerCalls: calls.size, jobs: jobs.size, finalStatuses, rowsSettled: settled };
+  const triggers: Record<string, number> = {};
+  for (const label of fired.values()) triggers[label] = (triggers[label] ?? 0) + 1;
+  return {
+    operations,
+    faults,
+    handlerCalls: calls.size,
+    triggers,
+    jobs: jobs.size,
+    finalStatuses,
+    rowsSettled: settled,
+  };
 }
 
 /** A violation as a few readable lines: the seed, the invariant, and the history that shows it (times relative). */

@@ -29,6 +29,14 @@ export interface TortureProfile {
   processFaultEveryMs: number;
   /** Mean pause between two proxy-wide faults (cut every connection, or black-hole a while). */
   proxyFaultEveryMs: number;
+  /**
+   * State-keyed triggers (test/torture/triggers.ts): mean pause between one trigger done (or expired) and the next
+   * armed, and how long one waits for its state before it expires.
+   */
+  triggerEveryMs: number;
+  triggerArmedMs: number;
+  /** How many triggers may be armed at once (each from its own generator). */
+  triggersAtOnce: number;
   /** Chance that one command of each kind is faulted. */
   commandFaultRates: Partial<Record<CommandKind, number>>;
   /** Options of every process's `JobsModule.forRoot`. */
@@ -69,6 +77,8 @@ const COMMON = {
   },
   mongoose: { serverSelectionTimeoutMS: 1_000, heartbeatFrequencyMS: 500, connectTimeoutMS: 1_000 },
   timerToleranceMs: 300,
+  triggerEveryMs: 400,
+  triggerArmedMs: 2_500,
   weights: { enqueue: 10, enqueueMany: 2, cancel: 2, retry: 2, runNow: 1, purge: 1, drain: 1, pause: 1, resume: 2 },
 } as const;
 
@@ -82,6 +92,7 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     quiesceStallMs: 7_000,
     opIntervalMs: 100,
     maxInFlight: 4,
+    triggersAtOnce: 2,
     processFaultEveryMs: 4_000,
     proxyFaultEveryMs: 3_000,
     commandFaultRates: { claim: 0.05, renewal: 0.05, outcome: 0.05, enqueue: 0.02, read: 0.02, delete: 0.05 },
@@ -96,6 +107,7 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     quiesceStallMs: 7_000,
     opIntervalMs: 50,
     maxInFlight: 6,
+    triggersAtOnce: 3,
     processFaultEveryMs: 5_000,
     proxyFaultEveryMs: 4_000,
     commandFaultRates: { claim: 0.04, renewal: 0.04, outcome: 0.04, enqueue: 0.02, read: 0.02, delete: 0.05 },

@@ -2,16 +2,19 @@ import { startTestMongoServer } from '../support/mongo-server';
 import { type Breakage, brokenBuild } from './broken-build';
 import { formatViolation } from './checker';
 import { PROFILES, type TortureProfile } from './profiles';
-import { recheck, runTorture, type TortureReport } from './torture-run';
+import { type PackageFeatures, recheck, runTorture, type TortureReport } from './torture-run';
 
 /**
- * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M] [--broken B] [--repeat R]`
+ * `npm run torture -- --seed S [--seconds N] [--profile quick|long] [--seeds K] [--minutes M] [--broken B] [--repeat R]
+ *   [--package DIR] [--without throttle,debounce,pause]`
  * `npm run torture -- --recheck <run dir> [--profile P]` judges a finished run again (history and final rows kept).
  *
  * Runs the generative fault checker for seed S (then S+1, … while fewer than K seeds ran, or until M minutes
  * passed, whichever asks for more), against dist/ or a deliberately broken copy of it (`--broken claim-ignores-owner`
  * or `purge-deletes-running`), prints each run's summary and every violation with its seed, and exits 1 when
- * any run found one. The long profile defaults to at least 30 minutes.
+ * any run found one. The long profile defaults to at least 30 minutes. `--package DIR` runs another build of the
+ * library (an older one's dist/, say); the workload draws only the features that build has (found in its text, see
+ * `detectFeatures`), and `--without` takes more away.
  */
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
@@ -29,7 +32,14 @@ async function main(): Promise<void> {
   const seeds = integer('seeds', args.seeds ?? '1');
   const minutes = Number(args.minutes ?? (profile === 'long' ? '30' : '0'));
   const seconds = args.seconds === undefined ? undefined : integer('seconds', args.seconds);
-  const packagePath = args.broken === undefined ? undefined : brokenBuild(args.broken as Breakage);
+  if (args.broken !== undefined && args.package !== undefined)
+    throw new Error('--broken and --package exclude each other');
+  const packagePath = args.broken === undefined ? args.package : brokenBuild(args.broken as Breakage);
+  const features: Partial<PackageFeatures> = {};
+  for (const feature of (args.without ?? '').split(',').filter(Boolean)) {
+    if (!['throttle', 'debounce', 'pause'].includes(feature)) throw new Error(`--without: unknown feature ${feature}`);
+    features[feature as keyof PackageFeatures] = false;
+  }
   // One server for every seed (MONGODB_URI, else a test server started once).
   const server = await startTestMongoServer(() => undefined);
   const started = Date.now();
@@ -42,12 +52,13 @@ async function main(): Promise<void> {
     const enoughTime = Date.now() - started >= minutes * 60_000;
     if (enoughSeeds && enoughTime) break;
     const log = args.verbose ? console.log : undefined;
-    const report = await runTorture({ seed, seconds, profile, packagePath, log, uri: server.uri });
+    const report = await runTorture({ seed, seconds, profile, packagePath, features, log, uri: server.uri });
     reports.push(report);
     const { summary } = report;
     console.log(
       `seed ${seed}: ${report.violations.length} violation(s); ${Object.values(summary.operations).reduce((a, b) => a + b, 0)} operations ${JSON.stringify(summary.operations)}; ` +
         `${Object.values(summary.faults).reduce((a, b) => a + b, 0)} faults ${JSON.stringify(summary.faults)}; ` +
+        `${Object.values(summary.triggers).reduce((a, b) => a + b, 0)} triggers fired ${JSON.stringify(summary.triggers)}; ` +
         `${summary.handlerCalls} handler calls over ${summary.jobs} jobs; final ${JSON.stringify(summary.finalStatuses)}; history ${report.runDir}`,
     );
     for (const violation of report.violations) console.log(formatViolation(violation, seed));

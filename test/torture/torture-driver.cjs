@@ -36,7 +36,14 @@ function drawEnqueue(random, config) {
     options.group = payload.group;
   }
   // At most one kind of key: dedupe (live jobs), throttle (a window, kept after the job ends) or debounce (pending).
-  const key = random.weighted({ none: 6, dedupe: 2, throttle: 1, debounce: 1 });
+  // A build under test without throttle or debounce (an older library) never draws them.
+  const features = config.features ?? {};
+  const key = random.weighted({
+    none: 6,
+    dedupe: 2,
+    throttle: features.throttle === false ? 0 : 1,
+    debounce: features.debounce === false ? 0 : 1,
+  });
   if (key === 'dedupe') options.dedupeKey = `k${random.int(0, 5)}`;
   if (key === 'throttle') options.throttle = { key: `t${random.int(0, 3)}`, windowMs: random.int(200, 2000) };
   if (key === 'debounce') {
@@ -110,14 +117,12 @@ function runDriver(jobs, record, config) {
     return { id: result.id, status: result.status, deduplicated: result.deduplicated };
   };
 
-  const perform = () => {
-    const weights = { ...config.weights };
-    if (known.length === 0) for (const op of ['cancel', 'retry', 'runNow']) weights[op] = 0;
-    const [op, args, call] = operations[random.weighted(weights)]();
+  /** Performs one operation, recorded with its answer; resolves when it answered. */
+  const execute = (op, args, call) => {
     opSeq += 1;
     const id = opSeq;
     record({ type: 'op', op, opId: id, args });
-    const running = Promise.resolve()
+    return Promise.resolve()
       .then(call)
       .then(
         (result) => {
@@ -127,9 +132,48 @@ function runDriver(jobs, record, config) {
           record({ type: 'op-answer', op, opId: id, ok: true, answer });
         },
         (error) => record({ type: 'op-answer', op, opId: id, ok: false, error: error?.name, message: error?.message }),
-      )
-      .finally(() => inFlight.delete(running));
+      );
+  };
+
+  const track = (running) => {
     inFlight.add(running);
+    void running.finally(() => inFlight.delete(running));
+  };
+
+  const paused = config.features?.pause === false;
+  const perform = () => {
+    const weights = { ...config.weights };
+    if (known.length === 0) for (const op of ['cancel', 'retry', 'runNow']) weights[op] = 0;
+    if (paused) for (const op of ['pause', 'resume']) weights[op] = 0;
+    const [op, args, call] = operations[random.weighted(weights)]();
+    track(execute(op, args, call));
+  };
+
+  /**
+   * The operations of a state-keyed trigger (test/torture/triggers.ts) the runner fired on a handler start, one after
+   * the other: cancel, purge the cancelled rows, retry, runNow, enqueue a sibling of the same name and group.
+   */
+  const triggered = {
+    cancel: ({ job }) => ['cancel', { id: job }, () => jobs.cancel(job)],
+    retry: ({ job }) => ['retry', { id: job }, () => jobs.retry(job)],
+    runNow: ({ job }) => ['runNow', { id: job }, () => jobs.runNow(job)],
+    'purge-cancelled': () => ['purge', { status: 'cancelled' }, () => jobs.purge({ status: 'cancelled' })],
+    'enqueue-sibling': ({ name, group, sibling }) => {
+      const payload = { ...sibling, ...(group && { group }) };
+      const options = group ? { group } : {};
+      return ['enqueue', { name, options, shape: sibling.shape }, () => jobs.enqueue(name, payload, options)];
+    },
+  };
+  const trigger = (message) => {
+    if (stopped) return;
+    track(
+      (async () => {
+        for (const action of message.actions) {
+          const [op, args, call] = triggered[action](message);
+          await execute(op, { ...args, trigger: message.id }, call);
+        }
+      })(),
+    );
   };
 
   const loop = (async () => {
@@ -140,10 +184,12 @@ function runDriver(jobs, record, config) {
   })();
 
   return {
+    trigger,
     stop: async () => {
       stopped = true;
       await loop;
       await Promise.allSettled([...inFlight]);
+      if (paused) return;
       // Nothing stays paused past the workload: the quiesce must see every job run (a failed resume is retried).
       for (const { name } of config.names) {
         for (let tries = 0; tries < 20; tries += 1) {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type Collection, type Document, MongoClient } from 'mongodb';
@@ -14,6 +14,16 @@ import { type HistoryLine, HistoryWriter, readHistory } from './history';
 import { createPrng, type Prng } from './prng';
 import { GROUPS, ORPHAN_NAME, PROFILES, type TortureProfile, WORKLOAD_NAMES } from './profiles';
 import { type RowSnapshot, RowWatcher } from './row-watcher';
+import {
+  type ArmedTrigger,
+  type CallStarted,
+  callMatches,
+  commandMatch,
+  drawTrigger,
+  RUNNER_ACTIONS,
+  triggerDone,
+  triggerLabel,
+} from './triggers';
 
 const PROCESS_SCRIPT = resolve('test/torture/torture-process.cjs');
 const STOP_TIMEOUT_MS = 25_000;
@@ -33,6 +43,37 @@ export interface TortureOptions {
   runDir?: string;
   /** Progress lines. @default none */
   log?: (line: string) => void;
+  /**
+   * Features of the build under test the workload may draw; a feature set to false is never drawn (an older library
+   * without it, whose option errors are no violations). @default what `detectFeatures` finds in the package
+   */
+  features?: Partial<PackageFeatures>;
+}
+
+/** Features the workload draws that not every build of the library has. */
+export interface PackageFeatures {
+  /** `throttle` enqueue option. */
+  throttle: boolean;
+  /** `debounce` enqueue option. */
+  debounce: boolean;
+  /** `JobsService.pause` and `resume`. */
+  pause: boolean;
+}
+
+/** The features a built package has, found in its JavaScript text (dist/ by default). */
+export function detectFeatures(packageDir: string): PackageFeatures {
+  const texts: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir)) {
+      const path = join(dir, entry);
+      if (statSync(path).isDirectory()) {
+        if (entry !== 'esm') walk(path);
+      } else if (entry.endsWith('.js')) texts.push(readFileSync(path, 'utf8'));
+    }
+  };
+  walk(packageDir);
+  const any = (pattern: RegExp) => texts.some((text) => pattern.test(text));
+  return { throttle: any(/\bthrottle\b/), debounce: any(/\bdebounce\b/), pause: any(/\basync pause\(/) };
 }
 
 export interface TortureReport {
@@ -79,6 +120,12 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   const watcher = new RowWatcher(jobs, history);
   const stopping = new Set<ChaosWorker>();
   const spawned = new Set<ChaosWorker>();
+  const features = { ...detectFeatures(options.packagePath ?? resolve('dist')), ...options.features };
+  // A few trigger books side by side, each arming one trigger at a time from its own generator.
+  const books = Array.from({ length: profile.triggersAtOnce }, () => new TriggerBook(history));
+  const armedNow = () => books.flatMap((book) => (book.current ? [book.current] : []));
+  const restarts: Promise<void>[] = [];
+  let faultsOn = false;
 
   const spawnProcess = (id: string, role: 'worker' | 'driver', jobsUri: string): ChaosWorker => {
     const child = spawn(process.execPath, ['--no-warnings=ExperimentalWarning', PROCESS_SCRIPT], {
@@ -104,6 +151,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           opIntervalMs: profile.opIntervalMs,
           maxInFlight: profile.maxInFlight,
           weights: profile.weights,
+          features,
         }),
         ...(options.packagePath && { TORTURE_PACKAGE: options.packagePath }),
       },
@@ -111,6 +159,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     history.record({ type: 'spawn', process: id, role });
     const worker = new ChaosWorker(id, child, (line) => log(line));
     spawned.add(worker);
+    child.on('message', (message: { type?: string } & Partial<CallStarted>) => {
+      if (message?.type === 'call-start' && faultsOn) onCallStart({ ...(message as CallStarted), process: id });
+    });
     void worker.exited.then(({ code, signal }) =>
       history.record({
         type: 'exit',
@@ -140,6 +191,67 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     }
   };
 
+  /** Stops a slot's worker with `signal` (SIGTERM: a graceful shutdown), then starts it again `downMs` later. */
+  const stopAndRestart = (slot: WorkerSlot, signal: 'SIGKILL' | 'SIGTERM', downMs: number): boolean => {
+    const worker = slot.process;
+    if (slot.busy || !worker?.isReady || !worker.alive) return false;
+    slot.busy = true;
+    history.record({ type: 'kill', process: worker.id, signal });
+    worker.kill(signal);
+    restarts.push(
+      (async () => {
+        await exitedWithin(worker, STOP_TIMEOUT_MS);
+        worker.kill('SIGKILL');
+        await worker.exited;
+        await sleep(downMs);
+        await startSlot(slot);
+        slot.busy = false;
+      })(),
+    );
+    return true;
+  };
+
+  /** A handler started: a `call-start` trigger armed for it fires (after its pause). */
+  const onCallStart = (call: CallStarted) => {
+    const armed = armedNow().find((trigger) => !trigger.fired && callMatches(trigger.plan, call));
+    if (armed?.plan.on !== 'call-start') return;
+    armed.fired = true;
+    const plan = armed.plan;
+    history.record({
+      type: 'trigger-fired',
+      trigger: armed.id,
+      label: triggerLabel(plan),
+      job: call.job,
+      process: call.process,
+    });
+    const slot = slots[Number(/^w(\d+)\./.exec(call.process)?.[1])];
+    setTimeout(() => {
+      if (!faultsOn) return;
+      // The runner's own actions first, in order (an outage, then a stop in it); the operations go to the driver.
+      for (const action of plan.actions.filter((action) => RUNNER_ACTIONS.includes(action))) {
+        if (action === 'cut') slot?.proxy?.cutAll();
+        if (action === 'outage') slot?.proxy?.blackhole(plan.outageMs);
+        if ((action === 'SIGTERM' || action === 'SIGKILL') && slot?.process?.id === call.process) {
+          stopAndRestart(slot, action, 300);
+        }
+      }
+      const operations = plan.actions.filter((action) => !RUNNER_ACTIONS.includes(action));
+      if (operations.length === 0) return;
+      driver?.child.send(
+        {
+          type: 'trigger',
+          id: armed.id,
+          actions: operations,
+          job: call.job,
+          name: call.name,
+          group: call.group,
+          sibling: plan.sibling,
+        },
+        () => undefined,
+      );
+    }, plan.afterMs);
+  };
+
   try {
     for (let index = 0; index < profile.workers; index += 1) {
       const proxy =
@@ -163,13 +275,53 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 
     const codes = serverErrorCodes();
     for (const slot of slots) {
-      slot.proxy?.setDecider(commandFaults(createPrng(options.seed * 31 + slot.index + 1), profile, codes));
+      const planned = commandFaults(createPrng(options.seed * 31 + slot.index + 1), profile, codes);
+      // A `command` trigger armed for this slot's proxy comes first (and may stop the worker as its command passes).
+      slot.proxy?.setDecider((command) => {
+        let armed: ArmedTrigger | undefined;
+        let keyed: ReturnType<typeof commandMatch>;
+        for (const trigger of armedNow()) {
+          keyed = commandMatch(trigger, slot.index, command);
+          if (keyed) {
+            armed = trigger;
+            break;
+          }
+        }
+        if (!armed || !keyed) return planned(command);
+        history.record({
+          type: 'trigger-fired',
+          trigger: armed.id,
+          label: triggerLabel(armed.plan),
+          job: command.job,
+          proxy: `proxy${slot.index}`,
+          kind: command.kind,
+          fault: keyed.type,
+        });
+        if (armed.used === 1 && armed.plan.on === 'command') {
+          // This command is forwarded; its reply, and everything else for a while, falls into the hole.
+          if (armed.plan.outageMs) slot.proxy?.blackhole(armed.plan.outageMs);
+          const signal = armed.plan.stop;
+          if (signal) setImmediate(() => stopAndRestart(slot, signal, 300));
+        }
+        return keyed;
+      });
     }
+    faultsOn = true;
     const faultsUntil = Date.now() + seconds * 1_000;
     await Promise.all([
-      processFaults(random, profile, slots, faultsUntil, startSlot, history),
+      processFaults(random, profile, slots, faultsUntil, stopAndRestart),
       proxyFaults(createPrng(options.seed * 17 + 5), profile, slots, faultsUntil),
+      ...books.map((book, index) =>
+        armTriggers(createPrng(options.seed * 13 + 7 + index * 1_000_003), profile, book, faultsUntil, {
+          proxied: profile.proxied,
+          names: WORKLOAD_NAMES.map(({ name }) => name),
+          leaseMs: profile.jobs.leaseMs as number,
+          codes,
+        }),
+      ),
     ]);
+    faultsOn = false;
+    await Promise.all(restarts);
 
     history.record({ type: 'phase', phase: 'quiesce' });
     for (const slot of slots) slot.proxy?.setDecider(undefined);
@@ -272,33 +424,61 @@ async function processFaults(
   profile: TortureProfile,
   slots: WorkerSlot[],
   until: number,
-  startSlot: (slot: WorkerSlot) => Promise<void>,
-  history: HistoryWriter,
+  stopAndRestart: (slot: WorkerSlot, signal: 'SIGKILL' | 'SIGTERM', downMs: number) => boolean,
 ): Promise<void> {
-  const restarts: Promise<void>[] = [];
   for (;;) {
     await sleep(around(random, profile.processFaultEveryMs));
     if (Date.now() >= until) break;
     const slot = random.pick(slots);
-    const worker = slot.process;
-    if (slot.busy || !worker?.isReady || !worker.alive) continue;
-    slot.busy = true;
     const signal = random.chance(0.5) ? 'SIGKILL' : 'SIGTERM';
     const downMs = random.int(100, 1_500);
-    history.record({ type: 'kill', process: worker.id, signal });
-    worker.kill(signal);
-    restarts.push(
-      (async () => {
-        await exitedWithin(worker, STOP_TIMEOUT_MS);
-        worker.kill('SIGKILL');
-        await worker.exited;
-        await sleep(downMs);
-        await startSlot(slot);
-        slot.busy = false;
-      })(),
-    );
+    stopAndRestart(slot, signal, downMs);
   }
-  await Promise.all(restarts);
+}
+
+/** The trigger armed now (one at a time), recorded as it is armed and as it expires unfired. */
+class TriggerBook {
+  private static nextId = 0;
+  current: ArmedTrigger | undefined;
+
+  constructor(private readonly history: HistoryWriter) {}
+
+  arm(plan: ArmedTrigger['plan'], forMs: number): ArmedTrigger {
+    TriggerBook.nextId += 1;
+    const id = TriggerBook.nextId;
+    const now = Date.now();
+    this.current = { id, plan, armedAt: now, expiresAt: now + forMs, used: 0, fired: false };
+    this.history.record({ type: 'trigger-armed', trigger: id, label: triggerLabel(plan), plan });
+    return this.current;
+  }
+
+  disarm(): void {
+    const armed = this.current;
+    if (armed && !armed.fired) this.history.record({ type: 'trigger-expired', trigger: armed.id });
+    this.current = undefined;
+  }
+}
+
+/**
+ * Until `until`: state-keyed triggers (test/torture/triggers.ts), drawn from their own generator and armed one at a
+ * time; each waits for its state (a command through a proxy, a handler start) up to `triggerArmedMs`, then, done or
+ * expired, the next is armed after a pause around `triggerEveryMs`.
+ */
+async function armTriggers(
+  random: Prng,
+  profile: TortureProfile,
+  triggers: TriggerBook,
+  until: number,
+  context: Parameters<typeof drawTrigger>[1],
+): Promise<void> {
+  for (;;) {
+    await sleep(around(random, profile.triggerEveryMs));
+    if (Date.now() >= until) break;
+    const armed = triggers.arm(drawTrigger(random, context), profile.triggerArmedMs);
+    while (Date.now() < Math.min(armed.expiresAt, until) && !triggerDone(armed)) await sleep(20);
+    triggers.disarm();
+  }
+  triggers.disarm();
 }
 
 /** Until `until`: now and then one proxy cuts every connection, or black-holes all traffic for a while. */

@@ -1,0 +1,195 @@
+import type { CommandKind } from '../support/command-kind';
+import type { CommandFault, ProxiedCommand } from '../support/fault-proxy';
+import type { Prng } from './prng';
+
+/**
+ * State-keyed triggers: schedules keyed to observed states, not to the clock. A seed fixes the plan of operations and
+ * faults, not the interleaving, so a break that needs two things to meet within a lease (a cancel while a handler
+ * runs, a shutdown while a claim is in flight) is rare and does not come back from its seed. A trigger is drawn from
+ * the seed (its condition, its target and what it does), armed, and fires when the run shows the state it waits for:
+ *
+ * - `command`: the next command of a kind (claim, renewal, outcome write, read) through one worker's proxy gets the
+ *   drawn faults, and the next ones on the same row (or, for a command that names no row, the next ones of that
+ *   kind) get the rest (two renewals of one lease refused in a row, say); with `stop`, that worker is sent a
+ *   signal at that moment, while the command is in flight; with `outageMs`, its proxy black-holes from then on;
+ * - `call-start`: when a handler of a drawn name (and payload shape) starts, after a drawn pause, the drawn actions:
+ *   cancel it, then maybe purge the cancelled rows, retry it (inside its cancel's settle window), enqueue a sibling of
+ *   the same name and group; or retry or runNow it as it runs; or stop its worker, cut its worker's connections,
+ *   or black-hole them for a while (an outage), maybe stopping the worker in it.
+ *
+ * Nothing here knows a bug: the kinds, targets and actions are drawn with fixed weights from the seed; the runner
+ * draws every part of a trigger when it arms it, so the plan does not depend on timing.
+ */
+export type TriggerAction =
+  | 'cancel'
+  | 'purge-cancelled'
+  | 'retry'
+  | 'enqueue-sibling'
+  | 'runNow'
+  | 'SIGTERM'
+  | 'SIGKILL'
+  | 'cut'
+  | 'outage';
+
+/** The actions the runner takes itself (the others are operations the driver performs). */
+export const RUNNER_ACTIONS: readonly TriggerAction[] = ['SIGTERM', 'SIGKILL', 'cut', 'outage'];
+
+export type TriggerPlan =
+  | {
+      on: 'command';
+      /** The worker slot whose proxy watches for it. */
+      slot: number;
+      kind: Extract<CommandKind, 'claim' | 'renewal' | 'outcome' | 'read' | 'delete'>;
+      /** One fault per matching command, in order. */
+      faults: CommandFault[];
+      /** A signal sent to that slot's worker as the first matching command passes (it is in flight). */
+      stop?: 'SIGTERM' | 'SIGKILL';
+      /** The proxy black-holes every connection for this long from the first matching command on (an outage). */
+      outageMs?: number;
+    }
+  | {
+      on: 'call-start';
+      /** The handler's job name; any when absent. */
+      name?: string;
+      /** The payload's shape (quick, slow, failing, ignoring, lateSettling); any when absent. */
+      shape?: string;
+      /** Pause between the start and the first action. */
+      afterMs: number;
+      actions: TriggerAction[];
+      /** The sibling's handler, for `enqueue-sibling`. */
+      sibling: { shape: 'quick' | 'slow'; ms: number };
+      /** How long the worker's proxy black-holes, for `outage`. */
+      outageMs: number;
+    };
+
+/** What the draw needs to know of the run. */
+export interface TriggerContext {
+  /** Slots behind a fault proxy: 0 … proxied − 1. */
+  proxied: number;
+  names: readonly string[];
+  leaseMs: number;
+  codes: { transient: readonly number[]; document: readonly number[]; unlisted: readonly number[] };
+}
+
+const SHAPES = ['quick', 'slow', 'failing', 'ignoring', 'lateSettling'];
+
+/** Sequences of actions a `call-start` trigger may take, with their weights. */
+const ACTION_SEQUENCES: [TriggerAction[], number][] = [
+  [['cancel'], 2],
+  [['cancel', 'purge-cancelled'], 2],
+  [['cancel', 'retry'], 2],
+  [['cancel', 'enqueue-sibling'], 3],
+  [['cancel', 'purge-cancelled', 'enqueue-sibling'], 2],
+  [['retry'], 1],
+  [['runNow'], 1],
+  [['SIGTERM'], 1],
+  [['SIGKILL'], 1],
+  [['cut'], 1],
+  [['outage'], 1],
+  [['outage', 'SIGTERM'], 1],
+];
+
+/** Draws one trigger. Every random choice is made here, so one seed arms the same triggers in the same order. */
+export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan {
+  const lease = context.leaseMs;
+  if (context.proxied > 0 && random.chance(0.5)) {
+    const slot = random.int(0, context.proxied - 1);
+    const kind = random.weighted({ claim: 4, renewal: 2, outcome: 2, read: 1, delete: 1 });
+    const count = random.weighted({ one: 3, two: 2, three: 1 });
+    const faults = Array.from({ length: count === 'one' ? 1 : count === 'two' ? 2 : 3 }, () =>
+      drawFault(random, context),
+    );
+    const stop = random.chance(0.3) ? (random.chance(0.7) ? 'SIGTERM' : 'SIGKILL') : undefined;
+    const outageMs = random.chance(0.2) ? random.int(lease / 2, lease * 4) : undefined;
+    return { on: 'command', slot, kind, faults, ...(stop && { stop }), ...(outageMs && { outageMs }) };
+  }
+  const name = random.chance(0.8) ? random.pick(context.names) : undefined;
+  const shape = random.chance(0.5) ? random.pick(SHAPES) : undefined;
+  const afterMs = random.int(0, Math.floor(lease / 3));
+  const index = random.weighted(
+    Object.fromEntries(ACTION_SEQUENCES.map(([, weight], i) => [String(i), weight])) as Record<string, number>,
+  );
+  const actions = ACTION_SEQUENCES[Number(index)][0];
+  const sibling = random.chance(0.7)
+    ? { shape: 'quick' as const, ms: random.int(0, 60) }
+    : { shape: 'slow' as const, ms: random.int(Math.floor(lease / 4), lease) };
+  const outageMs = random.int(lease / 2, lease * 4);
+  return {
+    on: 'call-start',
+    ...(name !== undefined && { name }),
+    ...(shape !== undefined && { shape }),
+    afterMs,
+    actions,
+    sibling,
+    outageMs,
+  };
+}
+
+/** A fault for a keyed command: a reply held within the lease or past it, a reply lost, or an error reply. */
+function drawFault(random: Prng, context: TriggerContext): CommandFault {
+  const lease = context.leaseMs;
+  const type = random.weighted({ shortDelay: 2, longDelay: 2, lose: 2, error: 2 });
+  if (type === 'shortDelay') return { type: 'delay', ms: random.int(Math.floor(lease / 4), Math.floor(lease * 0.9)) };
+  if (type === 'longDelay') return { type: 'delay', ms: random.int(lease, Math.floor(lease * 1.6)) };
+  if (type === 'lose') return { type: 'lose-reply' };
+  const list = random.weighted({ transient: 2, document: 1, unlisted: 2 });
+  return { type: 'error-reply', code: random.pick(context.codes[list]), codeName: `Injected${list}` };
+}
+
+/** One handler start, as a worker reports it to the runner. */
+export interface CallStarted {
+  process: string;
+  job: string;
+  name: string;
+  group: string | null;
+  shape?: string;
+}
+
+/** A trigger armed until it fired or expired, and what it has done so far. */
+export interface ArmedTrigger {
+  id: number;
+  plan: TriggerPlan;
+  armedAt: number;
+  expiresAt: number;
+  /** Faults of a `command` trigger already given. */
+  used: number;
+  /** The row a `command` trigger pinned to at its first match, if the command named one. */
+  job?: string;
+  fired: boolean;
+}
+
+/** The fault a `command` trigger gives this command, or none; advances the trigger (`used`, `job`). */
+export function commandMatch(armed: ArmedTrigger, slot: number, command: ProxiedCommand): CommandFault | undefined {
+  const { plan } = armed;
+  if (plan.on !== 'command' || plan.slot !== slot || plan.kind !== command.kind) return undefined;
+  if (armed.used >= plan.faults.length) return undefined;
+  if (armed.used > 0 && armed.job !== undefined && command.job !== armed.job) return undefined;
+  if (armed.used === 0) armed.job = command.job;
+  const fault = plan.faults[armed.used];
+  armed.used += 1;
+  armed.fired = true;
+  return fault;
+}
+
+/** Whether a `call-start` trigger fires for this handler start (only calls in worker processes: `w<slot>.<n>`). */
+export function callMatches(plan: TriggerPlan, call: CallStarted): boolean {
+  if (plan.on !== 'call-start') return false;
+  if (!/^w\d+\./.test(call.process)) return false;
+  if (plan.name !== undefined && plan.name !== call.name) return false;
+  if (plan.shape !== undefined && plan.shape !== call.shape) return false;
+  return true;
+}
+
+/** Whether a trigger is done: a `command` trigger once its faults are given, a `call-start` one once it fired. */
+export function triggerDone(armed: ArmedTrigger): boolean {
+  return armed.plan.on === 'command' ? armed.used >= armed.plan.faults.length : armed.fired;
+}
+
+/** A short label of a trigger for summaries: `command:claim:lose-reply+delay:SIGTERM`, `call-start:cancel+retry`. */
+export function triggerLabel(plan: TriggerPlan): string {
+  if (plan.on === 'command') {
+    const extra = `${plan.stop ? `:${plan.stop}` : ''}${plan.outageMs ? ':outage' : ''}`;
+    return `command:${plan.kind}:${plan.faults.map((fault) => fault.type).join('+')}${extra}`;
+  }
+  return `call-start:${plan.actions.join('+')}`;
+}
