@@ -60,6 +60,7 @@ export const DEFAULT_JOBS_OPTIONS = {
   worker: true,
   concurrency: 4,
   pollIntervalMs: 1000,
+  changeStreamPollIntervalMs: 30_000,
   leaseMs: 30_000,
   shutdownGraceMs: 10_000,
   maxAttempts: 5,

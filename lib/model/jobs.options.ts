@@ -60,8 +60,18 @@ export interface JobsModuleOptions {
    * `conflict` with reason `busy`). @default 4
    */
   concurrency?: number;
-  /** Wait between polls that found nothing to do, in ms. @default 1000 */
+  /**
+   * Wait between polls that found nothing to do, in ms: cut short by a job enqueued in this process, and ended when the
+   * next pending job falls due if that is sooner. @default 1000
+   */
   pollIntervalMs?: number;
+  /**
+   * The poll interval while the worker's change stream is live (replica sets and sharded clusters): events wake the
+   * loop, so polls are only a safety net; a missed event, or an expired lease of a crashed worker, waits at most this
+   * long. At least `pollIntervalMs`. Without change streams (a standalone server) `pollIntervalMs` applies.
+   * @default the larger of 30000 and pollIntervalMs
+   */
+  changeStreamPollIntervalMs?: number;
   /** Lease length in ms: how long a claimed job stays locked without a renewal. @default 30000 */
   leaseMs?: number;
   /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
@@ -118,6 +128,7 @@ export interface ResolvedJobsOptions {
   worker: boolean;
   concurrency: number;
   pollIntervalMs: number;
+  changeStreamPollIntervalMs: number;
   leaseMs: number;
   heartbeatIntervalMs: number;
   shutdownGraceMs: number;

@@ -9,6 +9,14 @@ describe('resolveJobsOptions', () => {
     expect(resolveJobsOptions({ leaseMs: 9000 }).heartbeatIntervalMs).toBe(3000);
   });
 
+  it('sets the change stream safety net to 30 s, or pollIntervalMs when that is longer', () => {
+    expect(resolveJobsOptions({}).changeStreamPollIntervalMs).toBe(30_000);
+    expect(resolveJobsOptions({ pollIntervalMs: 60_000 }).changeStreamPollIntervalMs).toBe(60_000);
+    expect(resolveJobsOptions({ pollIntervalMs: 50, changeStreamPollIntervalMs: 50 }).changeStreamPollIntervalMs).toBe(
+      50,
+    );
+  });
+
   it('keeps explicit values and a given workerId', () => {
     expect(resolveJobsOptions({ workerId: 'w1', heartbeatIntervalMs: 10, leaseMs: 100 })).toMatchObject({
       workerId: 'w1',
@@ -26,6 +34,9 @@ describe('resolveJobsOptions', () => {
     [{ runOnly: [] }, 'runOnly'],
     [{ runOnly: ['heavy', ''] }, 'runOnly[1]'],
     [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
+    [{ changeStreamPollIntervalMs: 0 }, 'changeStreamPollIntervalMs'],
+    [{ changeStreamPollIntervalMs: '30000' as unknown as number }, 'changeStreamPollIntervalMs'],
+    [{ pollIntervalMs: 5_000, changeStreamPollIntervalMs: 1_000 }, 'changeStreamPollIntervalMs'],
     [{ telemetry: true as unknown as false }, 'telemetry'],
     [{ telemetry: { metricsIntervalMs: 0 } }, 'telemetry.metricsIntervalMs'],
     [{ telemetry: { extraJobNames: 'email.send' as unknown as string[] } }, 'telemetry.extraJobNames'],
