@@ -36,12 +36,17 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
   }
   const worker = options.worker ?? d.worker;
   if (typeof worker !== 'boolean') throw new InvalidOptionError('worker', worker, 'must be true or false');
+  const changeStream = options.changeStream ?? d.changeStream;
+  if (typeof changeStream !== 'boolean') {
+    throw new InvalidOptionError('changeStream', changeStream, 'must be true or false');
+  }
   return {
     collectionName: nonEmptyString('collectionName', options.collectionName ?? d.collectionName, 120),
     worker,
     concurrency: positiveInteger('concurrency', options.concurrency ?? d.concurrency),
     pollIntervalMs,
     changeStreamPollIntervalMs,
+    changeStream,
     leaseMs,
     heartbeatIntervalMs,
     shutdownGraceMs: duration('shutdownGraceMs', options.shutdownGraceMs ?? d.shutdownGraceMs, MAX_TIMER_MS, true),

@@ -72,6 +72,12 @@ export interface JobsModuleOptions {
    * @default the larger of 30000 and pollIntervalMs
    */
   changeStreamPollIntervalMs?: number;
+  /**
+   * Open a change stream on the jobs collection, where the server has them, so that jobs of other processes wake this
+   * worker at once (replica sets and sharded clusters; elsewhere it logs once and polls). `false`: poll only, every
+   * `pollIntervalMs`, e.g. for many workers on a busy replica set (each stream reads the whole oplog). @default true
+   */
+  changeStream?: boolean;
   /** Lease length in ms: how long a claimed job stays locked without a renewal. @default 30000 */
   leaseMs?: number;
   /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
@@ -129,6 +135,7 @@ export interface ResolvedJobsOptions {
   concurrency: number;
   pollIntervalMs: number;
   changeStreamPollIntervalMs: number;
+  changeStream: boolean;
   leaseMs: number;
   heartbeatIntervalMs: number;
   shutdownGraceMs: number;

@@ -27,7 +27,10 @@ export class PollPacing {
   private lastWaitMs = 0;
 
   constructor(
-    private readonly options: Pick<ResolvedJobsOptions, 'pollIntervalMs' | 'changeStreamPollIntervalMs'>,
+    private readonly options: Pick<
+      ResolvedJobsOptions,
+      'pollIntervalMs' | 'changeStreamPollIntervalMs' | 'changeStream'
+    >,
     private readonly feed: JobChangeFeed,
     private readonly claims: PacedClaims,
   ) {}
@@ -37,8 +40,9 @@ export class PollPacing {
     return Math.max(this.options.pollIntervalMs, this.lastWaitMs);
   }
 
-  /** Opens the change stream for `names`: its events wake the loop, or set the timer for a later `runAt`. */
+  /** Opens the change stream for `names` (unless turned off): its events wake the loop, or set the timer for a later `runAt`. */
   listen(names: readonly string[]): void {
+    if (!this.options.changeStream) return;
     this.feed.start(names, {
       due: () => this.workMayBeDue(),
       dueAt: (runAt) => {
@@ -67,15 +71,19 @@ export class PollPacing {
     return this.wakeup.sleep(ms);
   }
 
-  /** Waits after a poll that found nothing due: the poll interval, or until the next job falls due if sooner. */
-  waitIdle(): Promise<void> {
+  /**
+   * Waits after a poll that found nothing due: the poll interval, or until the next job falls due if sooner. A due
+   * time that has come counts as work arrived: the next poll claims at once, names skipped as empty are asked again,
+   * and the due time is spent (so a job another worker took, or a name skipped for now, never makes the loop spin).
+   */
+  async waitIdle(): Promise<void> {
     const { changeStreamPollIntervalMs, pollIntervalMs } = this.options;
     const interval = this.feed.live ? changeStreamPollIntervalMs : pollIntervalMs;
     const next = this.claims.nextDue.known;
-    // Due already (it fell due since the claim, or an event said so): poll again at once; a claim that then finds
-    // nothing forgets it, so this never spins.
     const untilDue = next === undefined ? interval : Math.max(0, next - now().getTime() + DUE_SLACK_MS);
-    return this.wait(Math.min(interval, untilDue));
+    await this.wait(Math.min(interval, untilDue));
+    const due = this.claims.nextDue.known;
+    if (due !== undefined && due <= now().getTime()) this.claims.jobsArrived();
   }
 
   /** Shutdown: the stream closes, the loop wakes to stop. */

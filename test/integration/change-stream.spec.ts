@@ -83,6 +83,17 @@ describe('change stream through a wire proxy that scripts its events', () => {
     expect(open.pipeline).toEqual(claimableChangesPipeline(['streamed']));
   });
 
+  it('changeStream: false opens none, and the worker polls every pollIntervalMs', async () => {
+    const opened = proxy.opens.length;
+    const dbName = uniqueDatabaseName('stream_off');
+    const worker = await boot(dbName, { pollIntervalMs: 100, changeStream: false }, proxy.uri);
+    await (await producer(dbName)).jobs.enqueue('streamed', { tag: 'polled' });
+    await waitFor(() => starts.has('polled'), 'the job to start by polling', 5_000);
+    expect(proxy.opens.length).toBe(opened);
+    expect(worker.get(JobChangeFeed).mode).toBe('off');
+    expect(worker.get(JobRunner).pollState().intervalMs).toBe(100);
+  });
+
   it('a change event wakes an idle worker', async () => {
     const dbName = uniqueDatabaseName('stream_wake');
     await liveWorker(dbName);

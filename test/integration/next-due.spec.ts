@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { Injectable } from '@nestjs/common';
+import { Injectable, type Type } from '@nestjs/common';
 import { JobHandler, type JobsModuleOptions } from '../../lib';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -19,6 +19,12 @@ class DelayedHandlers {
   }
 }
 
+@Injectable()
+class LimitedHandlers {
+  @JobHandler('delayed.limited', { globalConcurrency: 2 })
+  limited() {}
+}
+
 /** A poll interval far longer than any wait below: only the next-due timer can start a job on time. */
 const LONG_POLL: JobsModuleOptions = { pollIntervalMs: 10_000 };
 /** "Well within 1 s" of runAt, as the issue puts it. */
@@ -32,8 +38,8 @@ describe('the next-due timer: a delayed job starts at its runAt, not at the next
     failOnce.clear();
   });
 
-  const boot = async (dbName: string, options: JobsModuleOptions) => {
-    const app = await createJobsTestApp({ dbName, options, providers: [DelayedHandlers] });
+  const boot = async (dbName: string, options: JobsModuleOptions, providers: Type<unknown>[] = [DelayedHandlers]) => {
+    const app = await createJobsTestApp({ dbName, options, providers });
     apps.push(app);
     return app;
   };
@@ -75,6 +81,25 @@ describe('the next-due timer: a delayed job starts at its runAt, not at the next
     await waitFor(async () => (await app.jobs.findById(job.id))?.attemptCount === 1, 'the first attempt to fail');
     const retryAt = (await app.jobs.findById(job.id))?.runAt.getTime() as number;
     await startedOnTime('retry', retryAt);
+  });
+
+  it('beside a name with fleet-wide limits (its claims skip empty names until the next poll), without spinning', async () => {
+    const app = await boot(uniqueDatabaseName('next_due_beside_limited'), LONG_POLL, [
+      DelayedHandlers,
+      LimitedHandlers,
+    ]);
+    await idle(app);
+    const runner = app.get(JobRunner) as unknown as { pacing: { wait: (ms: number) => Promise<void> } };
+    const wait = runner.pacing.wait.bind(runner.pacing);
+    let waits = 0;
+    runner.pacing.wait = (ms) => {
+      waits += 1;
+      return wait(ms);
+    };
+    const runAt = Date.now() + 1_500;
+    await app.jobs.enqueue('delayed', { tag: 'beside' }, { runAt: new Date(runAt) });
+    await startedOnTime('beside', runAt);
+    expect(waits).toBeLessThan(20); // a handful of polls; a loop spinning on a due time it cannot claim makes thousands
   });
 
   it('an idle worker reads the next due time instead of claiming: no more commands than before', async () => {

@@ -35,6 +35,7 @@ describe('resolveJobsOptions', () => {
     [{ runOnly: ['heavy', ''] }, 'runOnly[1]'],
     [{ indexSetupTimeoutMs: 0 }, 'indexSetupTimeoutMs'],
     [{ changeStreamPollIntervalMs: 0 }, 'changeStreamPollIntervalMs'],
+    [{ changeStream: 'off' as unknown as boolean }, 'changeStream'],
     [{ changeStreamPollIntervalMs: '30000' as unknown as number }, 'changeStreamPollIntervalMs'],
     [{ pollIntervalMs: 5_000, changeStreamPollIntervalMs: 1_000 }, 'changeStreamPollIntervalMs'],
     [{ telemetry: true as unknown as false }, 'telemetry'],
