@@ -85,6 +85,12 @@ export async function runPickupLatency(ctx: BenchContext, config: BenchConfig) {
       row(`(c) other process, delayed job: handler start − runAt (poll ${DEFAULT_POLL_MS} ms)`, delayed.reps),
     ],
   );
+  const kinds = [...new Set(local.commandsPerJob.flatMap((rep) => Object.keys(rep)))];
+  const perJobTable = formatTable(
+    '3a. A lone job in the same process: commands per job (enqueue, claim, outcome, going idle; median of reps)',
+    ['command', 'per job'],
+    kinds.map((kind) => [kind, fmt(median(local.commandsPerJob.map((rep) => rep[kind] ?? 0)), 2)]),
+  );
   const idleTable = formatTable(
     `3b. Idle worker, commands per second (poll ${DEFAULT_POLL_MS} ms, ${IDLE_WINDOW_MS / 1000} s windows)`,
     ['command', 'per second (median of reps)', 'range'],
@@ -93,7 +99,7 @@ export async function runPickupLatency(ctx: BenchContext, config: BenchConfig) {
       return [kind, fmt(median(values), 2), `${fmt(Math.min(...values), 2)}–${fmt(Math.max(...values), 2)}`];
     }),
   );
-  return { local, remote, delayed, idle, table: `${table}\n\n${idleTable}` };
+  return { local, remote, delayed, idle, table: `${table}\n\n${perJobTable}\n\n${idleTable}` };
 }
 
 /**
@@ -126,10 +132,17 @@ async function idleCommands(ctx: BenchContext, config: BenchConfig) {
 
 async function localPickup(ctx: BenchContext, config: BenchConfig) {
   const dbName = benchDbName('pickup_local');
-  const app = await createBenchApp(ctx.uri, dbName, { pollIntervalMs: LOCAL_POLL_MS, concurrency: 4 }, [
-    LocalPickupProbe,
-  ]);
+  const app = await createBenchApp(
+    ctx.uri,
+    dbName,
+    { pollIntervalMs: LOCAL_POLL_MS, concurrency: 4 },
+    [LocalPickupProbe],
+    { monitorCommands: true },
+  );
   const reps: PickupRep[] = [];
+  /** Commands per job by kind, per repetition: a lone job's whole cost (enqueue, claim, outcome, going idle again). */
+  const commandsPerJob: Record<string, number>[] = [];
+  const commands = new CommandCounter(app.get<Connection>(getConnectionToken()).getClient() as never);
   try {
     const jobs = app.get(JobsService);
     let seq = 0;
@@ -150,14 +163,18 @@ async function localPickup(ctx: BenchContext, config: BenchConfig) {
     for (let rep = 1; rep <= config.repetitions; rep += 1) {
       log(`pickup rep ${rep}/${config.repetitions}: same process, ${config.pickupSamples} samples`);
       const samples: number[] = [];
+      commands.start();
       for (let i = 0; i < config.pickupSamples; i += 1) samples.push(await sample());
+      const perJob = commands.stop(config.pickupSamples);
+      perJob.total = Object.values(perJob).reduce((sum, n) => sum + n, 0);
+      commandsPerJob.push(perJob);
       reps.push(repOf(samples));
     }
   } finally {
     await app.close();
     await dropDatabase(ctx.client.db(dbName));
   }
-  return { pollIntervalMs: LOCAL_POLL_MS, reps };
+  return { pollIntervalMs: LOCAL_POLL_MS, reps, commandsPerJob };
 }
 
 /**
