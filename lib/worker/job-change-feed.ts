@@ -3,6 +3,7 @@ import type { mongo } from 'mongoose';
 import { now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
+import { raceTimeout } from '../model/race-timeout.js';
 import { type JobChange, JobChangesStore } from '../persistence/job-changes.store.js';
 
 /** Longest random delay before an event wakes the poll loop: one insert must not wake every idle worker at once. */
@@ -10,6 +11,8 @@ export const CHANGE_WAKE_JITTER_MS = 20;
 /** Waits before reopening a failed stream: doubling from the first, up to the last. */
 const REOPEN_FIRST_MS = 100;
 const REOPEN_MAX_MS = 10_000;
+/** Shutdown waits this long at most for the stream to close (a `getMore` the server holds may answer late). */
+const CLOSE_WAIT_MS = 1_000;
 
 /**
  * Server errors a stream may recover from (the driver's resumable set: elections, shutdowns, stale routing): at boot
@@ -80,6 +83,7 @@ export class JobChangeFeed implements OnApplicationShutdown {
   /** Closes the stream; resolves once its loop ended. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.isLive = false;
     clearTimeout(this.wakeTimer);
     if (this.reopenTimer) {
       clearTimeout(this.reopenTimer.timer);
@@ -89,8 +93,8 @@ export class JobChangeFeed implements OnApplicationShutdown {
     await this.running;
   }
 
-  onApplicationShutdown(): Promise<void> {
-    return this.stop();
+  async onApplicationShutdown(): Promise<void> {
+    await raceTimeout(this.stop(), CLOSE_WAIT_MS, () => undefined);
   }
 
   private async run(names: readonly string[], listener: ChangeFeedListener): Promise<void> {
