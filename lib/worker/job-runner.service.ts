@@ -82,7 +82,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     feed: JobChangeFeed,
   ) {
     this.pacing = new PollPacing(options, feed, claims);
-    workArrived.arrivals$.subscribe(() => this.pacing.workMayBeDue());
+    workArrived.arrivals$.subscribe((runAt) => this.pacing.arrived(runAt));
     paused.changes$.subscribe((change) => change.type === 'resumed' && this.pacing.workMayBeDue());
   }
 

@@ -45,10 +45,7 @@ export class PollPacing {
     if (!this.options.changeStream) return;
     this.feed.start(names, {
       due: () => this.workMayBeDue(),
-      dueAt: (runAt) => {
-        this.claims.nextDue.heard(runAt.getTime());
-        this.wakeup.shorten(runAt.getTime() - now().getTime() + DUE_SLACK_MS);
-      },
+      dueAt: (runAt) => this.dueAt(runAt),
       // Back to polling: a safety-net wait under way ends within the normal interval.
       live: (live) => live || this.wakeup.shorten(this.options.pollIntervalMs),
     });
@@ -58,6 +55,21 @@ export class PollPacing {
   workMayBeDue(): void {
     this.claims.jobsArrived();
     this.wakeup.wake();
+  }
+
+  /**
+   * Jobs stored or revived here, due at `runAt` at the soonest (undefined: now): due now, an idle loop polls at once;
+   * later, the loop's timer is set for then, with no command sent before.
+   */
+  arrived(runAt: Date | undefined): void {
+    if (runAt && runAt.getTime() > now().getTime()) this.dueAt(runAt);
+    else this.workMayBeDue();
+  }
+
+  /** A pending job falls due at `runAt`: a wait under way ends then at the latest, and the next one too. */
+  private dueAt(runAt: Date): void {
+    this.claims.nextDue.heard(runAt.getTime());
+    this.wakeup.shorten(runAt.getTime() - now().getTime() + DUE_SLACK_MS);
   }
 
   /** Ends the current wait (a freed slot, shutdown); remembered when nobody waits. */

@@ -7,6 +7,8 @@ import { uniqueDatabaseName } from '../support/test-database';
 
 /** Handler start times (Date.now) by payload tag. */
 const starts = new Map<string, number>();
+/** Called as a handler starts (before anything else the worker sends after it). */
+let onStart: (() => void) | undefined;
 /** Tags whose first attempt throws (to schedule a retry). */
 const failOnce = new Set<string>();
 
@@ -16,6 +18,7 @@ class DelayedHandlers {
   run(payload: { tag: string }) {
     if (failOnce.delete(payload.tag)) throw new Error('first attempt fails');
     starts.set(payload.tag, Date.now());
+    onStart?.();
   }
 }
 
@@ -36,6 +39,7 @@ describe('the next-due timer: a delayed job starts at its runAt, not at the next
     await Promise.all(apps.splice(0).map((app) => app.close()));
     starts.clear();
     failOnce.clear();
+    onStart = undefined;
   });
 
   const boot = async (dbName: string, options: JobsModuleOptions, providers: Type<unknown>[] = [DelayedHandlers]) => {
@@ -59,6 +63,31 @@ describe('the next-due timer: a delayed job starts at its runAt, not at the next
     const runAt = Date.now() + 1_500;
     await app.jobs.enqueue('delayed', { tag: 'local' }, { runAt: new Date(runAt) });
     await startedOnTime('local', runAt);
+  });
+
+  it('enqueued in the same process: nothing is sent for it before its runAt, then one claim', async () => {
+    const app = await boot(uniqueDatabaseName('next_due_local_quiet'), LONG_POLL);
+    await idle(app);
+    const claim = app.stores.claim;
+    const sent: string[] = [];
+    const take = claim.take.bind(claim);
+    const earliest = claim.earliestRunAt.bind(claim);
+    claim.take = (source, ...args) => {
+      sent.push(source);
+      return take(source, ...args);
+    };
+    claim.earliestRunAt = (...args) => {
+      sent.push('earliest');
+      return earliest(...args);
+    };
+    let sentBeforeStart: string[] = [];
+    onStart = () => {
+      sentBeforeStart = [...sent];
+    };
+    const runAt = Date.now() + 1_000;
+    await app.jobs.enqueue('delayed', { tag: 'quiet' }, { runAt: new Date(runAt) });
+    await startedOnTime('quiet', runAt);
+    expect(sentBeforeStart).toEqual(['pending']); // the claim at its runAt, which took it
   });
 
   it('enqueued by another process before the worker went idle', async () => {
