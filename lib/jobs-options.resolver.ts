@@ -26,13 +26,32 @@ export function resolveJobsOptions(options: JobsModuleOptions = {}): ResolvedJob
   if (backoff.maxMs < backoff.baseMs) {
     throw new InvalidOptionError('backoff.maxMs', backoff.maxMs, `must be at least backoff.baseMs (${backoff.baseMs})`);
   }
+  const pollIntervalMs = duration('pollIntervalMs', options.pollIntervalMs ?? d.pollIntervalMs, MAX_TIMER_MS);
+  const changeStreamPollIntervalMs = duration(
+    'changeStreamPollIntervalMs',
+    options.changeStreamPollIntervalMs ?? Math.max(d.changeStreamPollIntervalMs, pollIntervalMs),
+    MAX_TIMER_MS,
+  );
+  if (changeStreamPollIntervalMs < pollIntervalMs) {
+    throw new InvalidOptionError(
+      'changeStreamPollIntervalMs',
+      changeStreamPollIntervalMs,
+      `must be at least pollIntervalMs (${pollIntervalMs}): it replaces it while the change stream is live`,
+    );
+  }
   const worker = options.worker ?? d.worker;
   if (typeof worker !== 'boolean') throw new InvalidOptionError('worker', worker, 'must be true or false');
+  const changeStream = options.changeStream ?? d.changeStream;
+  if (typeof changeStream !== 'boolean') {
+    throw new InvalidOptionError('changeStream', changeStream, 'must be true or false');
+  }
   return {
     collectionName: nonEmptyString('collectionName', options.collectionName ?? d.collectionName, 120),
     worker,
     concurrency: positiveInteger('concurrency', options.concurrency ?? d.concurrency),
-    pollIntervalMs: duration('pollIntervalMs', options.pollIntervalMs ?? d.pollIntervalMs, MAX_TIMER_MS),
+    pollIntervalMs,
+    changeStreamPollIntervalMs,
+    changeStream,
     claimBatchSize: integerInRange(
       'claimBatchSize',
       options.claimBatchSize ?? d.claimBatchSize,

@@ -43,6 +43,7 @@ import { PausedNamesStore } from './persistence/paused-names.store.js';
 import { JobsQuery } from './query/jobs-query.service.js';
 import { JobsCronScheduler } from './schedule/jobs-cron.scheduler.js';
 import { jobsTelemetryProvider } from './telemetry/jobs-telemetry.provider.js';
+import { JobChangeFeed } from './worker/job-change-feed.js';
 import { JobRunner } from './worker/job-runner.service.js';
 import { JobWaiter } from './worker/job-waiter.service.js';
 import { JobsDrainer } from './worker/jobs-drainer.js';
@@ -119,6 +120,7 @@ function withJobsProviders(definition: DynamicModule, connectionName: string | u
     RateTokensRepository,
     LeaseHeartbeat,
     JobFinalizer,
+    JobChangeFeed,
     JobRunner,
     { provide: WORKER_STATE, useExisting: JobRunner },
     JobsWorkerMonitor,

@@ -64,7 +64,7 @@ export class JobsAdmin {
         throw new DedupeConflictError(id, job.name, job.dedupeKey as string, holder._id.toHexString());
       }
       case 'revived':
-        this.workArrived.signal();
+        this.workArrived.signal(result.job.runAt);
         return toJobRecord(result.job);
     }
   }

@@ -6,7 +6,6 @@ import { JobRetention } from '../handlers/job-retention.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
-import { InvalidOptionError } from '../model/errors/invalid-option.error.js';
 import { JobEvents } from '../model/events/job-events.js';
 import type { JobDocument } from '../model/job-document.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
@@ -24,8 +23,10 @@ import { ClaimsInDoubt } from './claims-in-doubt.js';
 import { LastAttempts } from './last-attempts.js';
 import { LimitedClaim, type LimitedTakeResult } from './limited-claim.js';
 import { LockIdSequence } from './lock-id.js';
+import { NextDue } from './next-due.js';
 import { PausedNames } from './paused-names.js';
 import { RefusedRows } from './refused-rows.js';
+import { runnableNames } from './runnable-names.js';
 
 export type { ClaimByIdResult } from './claim-by-id.js';
 
@@ -60,6 +61,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   private readonly skips: ClaimSkips;
   /** Rotates the claim order over the unlimited names and each limited one, so that none is starved. */
   private turn = 0;
+  /** When the next pending job of the names without fleet-wide limits falls due, as far as this process knows. */
+  readonly nextDue = new NextDue();
 
   constructor(
     private readonly claims: JobClaimStore,
@@ -111,7 +114,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    * @throws InvalidOptionError when a `runOnly` entry has no handler in this process
    */
   onApplicationBootstrap(): void {
-    this.runnable = this.runnableNames();
+    this.runnable = runnableNames(this.options.runOnly, this.registry);
     this.limited = new Map();
     for (const handler of this.registry.all()) {
       if (hasFleetLimits(handler.limits)) this.limited.set(handler.name, handler.limits);
@@ -123,20 +126,10 @@ export class JobClaimService implements OnApplicationBootstrap {
     this.skips.slotFreed(name);
   }
 
-  /** A job was enqueued (or revived) in this process: limited names found empty are worth a claim again. */
+  /** A job was enqueued or revived here, a name resumed, or a change event told of one: claim without reading first. */
   jobsArrived(): void {
     this.skips.jobsArrived();
-  }
-
-  /** Every name with a handler here, or `runOnly`. */
-  private runnableNames(): string[] {
-    const { runOnly } = this.options;
-    const unhandled = runOnly?.filter((name) => !this.registry.get(name)) ?? [];
-    if (unhandled.length > 0) {
-      const names = unhandled.map((name) => JSON.stringify(name)).join(', ');
-      throw new InvalidOptionError('runOnly', runOnly, `names ${names} with no @JobHandler in this process`);
-    }
-    return runOnly ?? this.registry.names();
+    this.nextDue.arrived();
   }
 
   /**
@@ -205,7 +198,10 @@ export class JobClaimService implements OnApplicationBootstrap {
       const reclaimed = await this.searchExpired(names);
       if (reclaimed) return reclaimed;
     }
-    const due = await this.takeNext('pending', names);
+    const due = await this.nextDue.take(
+      () => this.takeNext('pending', names),
+      () => this.claims.earliestRunAt(this.scope('pending', names)),
+    );
     if (due) return due;
     // A concurrent step searching for expired leases right now covers this one's search.
     return reclaimDue || this.reclaimSearching ? null : this.searchExpired(names);

@@ -242,8 +242,10 @@ export class JobEnqueuer {
   }
 
   private announceNow(results: EnqueueResult[]): void {
-    if (!results.some((result) => !result.deduplicated)) return;
-    this.workArrived.signal();
+    const stored = results.filter((result) => !result.deduplicated);
+    if (stored.length === 0) return;
+    // Delayed jobs only: the worker sets its timer for the first instead of claiming now (a claim would find nothing).
+    this.workArrived.signal(new Date(Math.min(...stored.map((result) => result.doc.runAt.getTime()))));
     for (const { doc, deduplicated } of results) {
       if (!deduplicated) this.events.emit('enqueued', { jobId: doc._id.toHexString(), name: doc.name, attempt: 0 });
     }

@@ -51,7 +51,7 @@ export class JobsWorkerMonitor {
   private pollProblem(poll: PollState): string | undefined {
     if (!this.options.worker) return undefined; // a producer-only process: the database is all there is
     if (!poll.polling) return 'The poll loop is not running (not started yet, or shut down)';
-    const stalledAfter = STALLED_AFTER_POLL_INTERVALS * this.options.pollIntervalMs;
+    const stalledAfter = STALLED_AFTER_POLL_INTERVALS * poll.intervalMs;
     // A loop still in its first poll counts from its start: a worker that just booted is not stalled.
     const sinceProgress = poll.progressAt ? now().getTime() - poll.progressAt.getTime() : Number.POSITIVE_INFINITY;
     if (sinceProgress > stalledAfter) return `The poll loop has not finished a poll within ${stalledAfter} ms`;

@@ -64,6 +64,8 @@ export const DEFAULT_JOBS_OPTIONS = {
   concurrency: 4,
   pollIntervalMs: 1000,
   claimBatchSize: 32,
+  changeStreamPollIntervalMs: 30_000,
+  changeStream: true,
   leaseMs: 30_000,
   shutdownGraceMs: 10_000,
   maxAttempts: 5,

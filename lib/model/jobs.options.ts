@@ -60,7 +60,10 @@ export interface JobsModuleOptions {
    * `conflict` with reason `busy`). @default 4
    */
   concurrency?: number;
-  /** Wait between polls that found nothing to do, in ms. @default 1000 */
+  /**
+   * Wait between polls that found nothing to do, in ms: cut short by a job enqueued in this process, and ended when the
+   * next pending job falls due if that is sooner. @default 1000
+   */
   pollIntervalMs?: number;
   /**
    * Most due jobs one claim takes while there is a backlog and at least two slots are free: one command reads them in
@@ -72,6 +75,19 @@ export interface JobsModuleOptions {
    * @default 32
    */
   claimBatchSize?: number;
+  /**
+   * The poll interval while the worker's change stream is live (replica sets and sharded clusters): events wake the
+   * loop, so polls are only a safety net; a missed event, or an expired lease of a crashed worker, waits at most this
+   * long. At least `pollIntervalMs`. Without change streams (a standalone server) `pollIntervalMs` applies.
+   * @default the larger of 30000 and pollIntervalMs
+   */
+  changeStreamPollIntervalMs?: number;
+  /**
+   * Open a change stream on the jobs collection, where the server has them, so that jobs of other processes wake this
+   * worker at once (replica sets and sharded clusters; elsewhere it logs once and polls). `false`: poll only, every
+   * `pollIntervalMs`, e.g. for many workers on a busy replica set (each stream reads the whole oplog). @default true
+   */
+  changeStream?: boolean;
   /** Lease length in ms: how long a claimed job stays locked without a renewal. @default 30000 */
   leaseMs?: number;
   /** Automatic renewal period in ms; must be below `leaseMs`. @default leaseMs / 3 */
@@ -129,6 +145,8 @@ export interface ResolvedJobsOptions {
   concurrency: number;
   pollIntervalMs: number;
   claimBatchSize: number;
+  changeStreamPollIntervalMs: number;
+  changeStream: boolean;
   leaseMs: number;
   heartbeatIntervalMs: number;
   shutdownGraceMs: number;

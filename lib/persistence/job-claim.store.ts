@@ -65,6 +65,19 @@ export class JobClaimStore {
   }
 
   /**
+   * The earliest `runAt` among pending rows in scope, due or not (null: none is pending): when an idle worker's next
+   * job falls due. Meant to be served by `next_due` (`{name: 1, runAt: 1}` over pending rows: one scan per name,
+   * merged in `runAt` order, the first key read answers).
+   */
+  async earliestRunAt(scope: ClaimScope): Promise<Date | null> {
+    const row = await this.collection.findOne<Pick<JobDocument, 'runAt'>>(
+      { status: 'pending', ...scopeFilter(scope) },
+      { sort: { runAt: 1 }, projection: { _id: 0, runAt: 1 } },
+    );
+    return row?.runAt instanceof Date ? row.runAt : null;
+  }
+
+  /**
    * The first `limit` due rows (ids and names) `take('pending')` would take, in claim order: the candidates of a batch
    * claim (`takeEach`).
    */

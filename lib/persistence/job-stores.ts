@@ -1,4 +1,5 @@
 import { JobAdminStore } from './job-admin.store.js';
+import { JobChangesStore } from './job-changes.store.js';
 import { JobClaimStore } from './job-claim.store.js';
 import { JobEnqueueStore } from './job-enqueue.store.js';
 import { JobIndexStore } from './job-index.store.js';
@@ -22,4 +23,5 @@ export const JOB_STORES = [
   JobAdminStore,
   JobRetentionStore,
   JobReadStore,
+  JobChangesStore,
 ] as const;

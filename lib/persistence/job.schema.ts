@@ -57,6 +57,9 @@ export function createJobSchema(collectionName: string): Schema<JobDocument> {
   // Claim: due pending rows of the names a worker runs, in priority order. One index scan per name, merged in sort
   // order ("explode for sort"); a new name, because an index named 'claim' with other keys may already exist.
   schema.index({ status: 1, name: 1, priority: -1, runAt: 1, _id: 1 }, { name: 'claim_by_name' });
+  // Next due: an idle worker's earliest pending runAt among its names (one scan per name, merged in runAt order).
+  // `claim_by_name` puts priority before runAt, so it cannot serve this sort without reading every pending row.
+  schema.index({ name: 1, runAt: 1 }, { name: 'next_due', partialFilterExpression: { status: 'pending' } });
   // Reclaim: running rows whose lease ran out.
   schema.index({ status: 1, lockedUntil: 1 }, { name: 'reclaim' });
   // One pending/running job per name and dedupe key: the scope is unset when the job leaves those states.

@@ -28,20 +28,22 @@ import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { type ClaimStepAnswer, claimBurst } from './claim-burst.js';
 import { ignoredAbortMessage } from './ignored-abort-message.js';
+import { JobChangeFeed } from './job-change-feed.js';
 import { NameCapacity } from './name-capacity.js';
+import { PollPacing } from './poll-pacing.js';
 import { PollRecord } from './poll-record.js';
 import type { RunningExecution } from './running-execution.js';
 import { shutDownSlots } from './shutdown-slots.js';
 import { describeShutdown } from './shutdown-summary.js';
 import { SlotReservation } from './slot-reservation.js';
-import { Wakeup } from './wakeup.js';
 import type { PollState, WorkerState } from './worker-state.js';
 
 /**
  * The worker: one poll loop with `concurrency` slots. While work is due and slots are free it keeps up to
- * `MAX_CLAIMS_IN_FLIGHT` claims in flight, an empty poll sleeps `pollIntervalMs` (cut short by a local enqueue or
- * a freed slot), and every claim/finalize error is logged without stopping the loop. A slot is held until its
- * handler settles and its outcome is written, never just until a timer fires.
+ * `MAX_CLAIMS_IN_FLIGHT` claims in flight, an empty poll waits as `PollPacing` says (the poll interval or the next
+ * due time, cut short by a local enqueue, a change event or a freed slot), and every claim/finalize error is logged
+ * without stopping the loop. A slot is held until its handler settles and its outcome is written, never just until a
+ * timer fires.
  */
 @Injectable()
 export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown, WorkerState {
@@ -56,7 +58,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private claimSteps = 0;
   /** Slots `runNow` calls hold while they claim (see `reserveSlot`): the poll loop and other runNows leave them free. */
   private reservedSlots = 0;
-  private readonly wakeup = new Wakeup();
+  private readonly pacing: PollPacing;
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
@@ -77,14 +79,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     private readonly deadline: ShutdownDeadline,
     workArrived: WorkArrived,
     private readonly paused: PausedNames,
+    feed: JobChangeFeed,
   ) {
-    // Jobs stored or revived here, or a name resumed: an idle loop polls at once, names found empty are asked again.
-    const workMayBeDue = () => {
-      this.claims.jobsArrived();
-      this.wakeup.wake();
-    };
-    workArrived.arrivals$.subscribe(workMayBeDue);
-    paused.changes$.subscribe((change) => change.type === 'resumed' && workMayBeDue());
+    this.pacing = new PollPacing(options, feed, claims);
+    workArrived.arrivals$.subscribe((runAt) => this.pacing.arrived(runAt));
+    paused.changes$.subscribe((change) => change.type === 'resumed' && this.pacing.workMayBeDue());
   }
 
   onApplicationBootstrap(): void {
@@ -93,6 +92,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       this.record.loopStarted();
       this.paused.startWatching();
       this.loop = this.pollLoop();
+      this.pacing.listen(this.claims.runNames());
     }
   }
 
@@ -115,7 +115,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.reservedSlots += 1;
     return new SlotReservation((freed) => {
       this.reservedSlots -= 1;
-      if (freed) this.wakeup.wake(); // the poll loop may claim into it now
+      if (freed) this.pacing.wake(); // the poll loop may claim into it now
     });
   }
 
@@ -127,7 +127,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   pollState(): PollState {
-    return this.record.state(this.loop !== undefined && !this.stopping, this.running.size);
+    const { intervalMs } = this.pacing;
+    return { ...this.record.state(this.loop !== undefined && !this.stopping, this.running.size), intervalMs };
   }
 
   stopped(): Promise<void> {
@@ -217,7 +218,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       this.running.delete(claim.lockId);
       this.names.adjustRunning(claim.doc.name, -1);
       this.claims.slotFreed(claim.doc.name);
-      this.wakeup.wake();
+      this.pacing.wake();
     });
     return entry.done;
   }
@@ -265,7 +266,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
         await this.pollOnce();
       } catch (error) {
         this.logError('Polling', error);
-        await this.wakeup.sleep(this.options.pollIntervalMs);
+        await this.pacing.wait(this.options.pollIntervalMs);
       }
     }
   }
@@ -275,7 +276,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     if (!this.paused.known) await this.paused.read();
     if (this.running.size + this.reservedSlots >= this.options.concurrency) {
       this.record.polled(); // all slots busy is "on schedule" too
-      await this.wakeup.sleep(this.options.pollIntervalMs);
+      await this.pacing.wait(this.options.pollIntervalMs);
       return;
     }
     const { end, everyClaimFailed } = await claimBurst(
@@ -296,7 +297,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.backlog = end === 'full';
     // Counted per poll, not per claim: a burst whose every claim threw is one failed poll.
     if (everyClaimFailed) this.record.claimsFailed();
-    if (end !== 'full') await this.wakeup.sleep(this.options.pollIntervalMs);
+    if (end !== 'full') await this.pacing.waitIdle();
   }
 
   /**
@@ -372,7 +373,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
 
   private async shutdown(): Promise<void> {
     this.stopping = true;
-    this.wakeup.wake();
+    this.pacing.stop();
     const fates = await shutDownSlots(
       { loop: this.loop, running: () => [...this.running.values()] },
       this.deadline,

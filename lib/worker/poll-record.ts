@@ -34,7 +34,7 @@ export class PollRecord {
     this.lastError = message;
   }
 
-  state(polling: boolean, running: number): PollState {
+  state(polling: boolean, running: number): Omit<PollState, 'intervalMs'> {
     return {
       polling,
       running,

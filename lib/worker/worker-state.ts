@@ -10,6 +10,8 @@ export interface PollState {
   lastError: string | null;
   /** Polls in a row whose claim threw: the loop polls on time but takes nothing. */
   consecutiveClaimFailures: number;
+  /** The longest the loop waits between polls now: `pollIntervalMs`, or its latest longer sleep (the stream's safety net). */
+  intervalMs: number;
 }
 
 /**

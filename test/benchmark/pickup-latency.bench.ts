@@ -1,8 +1,10 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { Injectable } from '@nestjs/common';
+import { getConnectionToken } from '@nestjs/mongoose';
+import type { Connection } from 'mongoose';
 import { JobHandler, JobsService } from '../../lib';
-import { type BenchContext, benchDbName, createBenchApp, dropDatabase } from './bench-app';
+import { type BenchContext, benchDbName, CommandCounter, createBenchApp, dropDatabase } from './bench-app';
 import {
   type BenchConfig,
   fmt,
@@ -21,6 +23,10 @@ import { PICKUP_JOB, type PickupParentMessage, type PickupWorkerMessage } from '
 const LOCAL_JOB = 'bench.pickup.local';
 /** Poll interval of the in-process worker: long, so only the enqueue's wake-up can explain a short pickup. */
 const LOCAL_POLL_MS = 1_000;
+/** The delayed-job and idle scenarios run at the module's default poll interval: what an adopter gets. */
+const DEFAULT_POLL_MS = 1_000;
+/** How long an idle worker's commands are counted, per repetition. */
+const IDLE_WINDOW_MS = 10_000;
 
 export interface PickupRep {
   samplesMs: number[];
@@ -50,6 +56,8 @@ class LocalPickupProbe {
 export async function runPickupLatency(ctx: BenchContext, config: BenchConfig) {
   const local = await localPickup(ctx, config);
   const remote = await remotePickup(ctx, config);
+  const delayed = await remotePickup(ctx, config, { pollMs: DEFAULT_POLL_MS, delayed: true });
+  const idle = await idleCommands(ctx, config);
   const row = (label: string, reps: PickupRep[]) => {
     const pooled = reps.flatMap((r) => r.samplesMs);
     return [
@@ -74,17 +82,67 @@ export async function runPickupLatency(ctx: BenchContext, config: BenchConfig) {
     [
       row(`(a) same process, woken by enqueue (poll ${LOCAL_POLL_MS} ms)`, local.reps),
       row(`(b) other process, polling every ${config.pickupPollIntervalMs} ms`, remote.reps),
+      row(`(c) other process, delayed job: handler start − runAt (poll ${DEFAULT_POLL_MS} ms)`, delayed.reps),
     ],
   );
-  return { local, remote, table };
+  const kinds = [...new Set(local.commandsPerJob.flatMap((rep) => Object.keys(rep)))];
+  const perJobTable = formatTable(
+    '3a. A lone job in the same process: commands per job (enqueue, claim, outcome, going idle; median of reps)',
+    ['command', 'per job'],
+    kinds.map((kind) => [kind, fmt(median(local.commandsPerJob.map((rep) => rep[kind] ?? 0)), 2)]),
+  );
+  const idleTable = formatTable(
+    `3b. Idle worker, commands per second (poll ${DEFAULT_POLL_MS} ms, ${IDLE_WINDOW_MS / 1000} s windows)`,
+    ['command', 'per second (median of reps)', 'range'],
+    Object.keys(idle.reps[0] ?? {}).map((kind) => {
+      const values = idle.reps.map((rep) => rep[kind] ?? 0);
+      return [kind, fmt(median(values), 2), `${fmt(Math.min(...values), 2)}–${fmt(Math.max(...values), 2)}`];
+    }),
+  );
+  return { local, remote, delayed, idle, table: `${table}\n\n${perJobTable}\n\n${idleTable}` };
+}
+
+/**
+ * Commands per second an idle worker sends (no job at all), by kind and in total: the cost of N idle workers is N
+ * times this, forever.
+ */
+async function idleCommands(ctx: BenchContext, config: BenchConfig) {
+  const dbName = benchDbName('pickup_idle');
+  const app = await createBenchApp(ctx.uri, dbName, { pollIntervalMs: DEFAULT_POLL_MS }, [LocalPickupProbe], {
+    monitorCommands: true,
+  });
+  const reps: Record<string, number>[] = [];
+  try {
+    const commands = new CommandCounter(app.get<Connection>(getConnectionToken()).getClient() as never);
+    await sleep(2 * DEFAULT_POLL_MS); // past the boot's reads
+    for (let rep = 1; rep <= config.repetitions; rep += 1) {
+      log(`pickup rep ${rep}/${config.repetitions}: idle worker, ${IDLE_WINDOW_MS} ms`);
+      commands.start();
+      await sleep(IDLE_WINDOW_MS);
+      const perSecond = commands.stop(IDLE_WINDOW_MS / 1000);
+      perSecond.total = Object.values(perSecond).reduce((sum, n) => sum + n, 0);
+      reps.push(perSecond);
+    }
+  } finally {
+    await app.close();
+    await dropDatabase(ctx.client.db(dbName));
+  }
+  return { pollIntervalMs: DEFAULT_POLL_MS, windowMs: IDLE_WINDOW_MS, reps };
 }
 
 async function localPickup(ctx: BenchContext, config: BenchConfig) {
   const dbName = benchDbName('pickup_local');
-  const app = await createBenchApp(ctx.uri, dbName, { pollIntervalMs: LOCAL_POLL_MS, concurrency: 4 }, [
-    LocalPickupProbe,
-  ]);
+  const app = await createBenchApp(
+    ctx.uri,
+    dbName,
+    { pollIntervalMs: LOCAL_POLL_MS, concurrency: 4 },
+    [LocalPickupProbe],
+    { monitorCommands: true },
+  );
   const reps: PickupRep[] = [];
+  /** Commands per job by kind, per repetition: a lone job's whole cost (enqueue, claim, outcome, going idle again). */
+  const commandsPerJob: Record<string, number>[] = [];
+  const commands = new CommandCounter(app.get<Connection>(getConnectionToken()).getClient() as never);
   try {
     const jobs = app.get(JobsService);
     let seq = 0;
@@ -105,19 +163,32 @@ async function localPickup(ctx: BenchContext, config: BenchConfig) {
     for (let rep = 1; rep <= config.repetitions; rep += 1) {
       log(`pickup rep ${rep}/${config.repetitions}: same process, ${config.pickupSamples} samples`);
       const samples: number[] = [];
+      commands.start();
       for (let i = 0; i < config.pickupSamples; i += 1) samples.push(await sample());
+      const perJob = commands.stop(config.pickupSamples);
+      perJob.total = Object.values(perJob).reduce((sum, n) => sum + n, 0);
+      commandsPerJob.push(perJob);
       reps.push(repOf(samples));
     }
   } finally {
     await app.close();
     await dropDatabase(ctx.client.db(dbName));
   }
-  return { pollIntervalMs: LOCAL_POLL_MS, reps };
+  return { pollIntervalMs: LOCAL_POLL_MS, reps, commandsPerJob };
 }
 
-async function remotePickup(ctx: BenchContext, config: BenchConfig) {
-  const dbName = benchDbName('pickup_remote');
-  const poll = config.pickupPollIntervalMs;
+/**
+ * Cross-process pickup. `delayed`: each job is enqueued with a `runAt` 0.5–1.5 poll intervals ahead, and the sample is
+ * how late its handler starts after that `runAt` (fewer samples: each waits out its delay).
+ */
+async function remotePickup(
+  ctx: BenchContext,
+  config: BenchConfig,
+  { pollMs = config.pickupPollIntervalMs, delayed = false } = {},
+) {
+  const dbName = benchDbName(delayed ? 'pickup_delayed' : 'pickup_remote');
+  const poll = pollMs;
+  const samplesPerRep = delayed ? Math.max(5, Math.round(config.pickupSamples / 10)) : config.pickupSamples;
   const producer = await createBenchApp(ctx.uri, dbName, { worker: false });
   const child = fork(join(__dirname, 'pickup-worker.js'), [], {
     env: { ...process.env, BENCH_URI: ctx.uri, BENCH_DB: dbName, BENCH_POLL_MS: String(poll) },
@@ -135,18 +206,23 @@ async function remotePickup(ctx: BenchContext, config: BenchConfig) {
       seq += 1;
       const started = inbox.next('started');
       const sentAt = sharedClockMs();
-      await jobs.enqueue(PICKUP_JOB, { seq }, { strict: false });
-      const message = await withTimeout(started, 10_000 + poll * 2, `remote pickup of job ${seq}`);
+      // The delayed job's due time, on the machine-wide clock and as the Date the worker compares with.
+      const dueAt = delayed ? sentAt + poll * (0.5 + Math.random()) : sentAt;
+      const runAt = delayed ? { runAt: new Date(Date.now() + (dueAt - sentAt)) } : {};
+      await jobs.enqueue(PICKUP_JOB, { seq }, { strict: false, ...runAt });
+      const message = await withTimeout(started, 10_000 + poll * 3, `remote pickup of job ${seq}`);
       if (message.seq !== seq) throw new Error(`expected job ${seq} to start, got ${message.seq}`);
       // The worker re-polls right after a job finishes; a random gap spreads the next enqueue over its poll phase.
       await sleep(Math.random() * poll);
-      return message.startedAt - clockOffsetMs - sentAt;
+      return message.startedAt - clockOffsetMs - dueAt;
     };
-    for (let i = 0; i < 5; i += 1) await sample(); // warm-up
+    for (let i = 0; i < (delayed ? 2 : 5); i += 1) await sample(); // warm-up
     for (let rep = 1; rep <= config.repetitions; rep += 1) {
-      log(`pickup rep ${rep}/${config.repetitions}: other process, ${config.pickupSamples} samples`);
+      log(
+        `pickup rep ${rep}/${config.repetitions}: other process${delayed ? ', delayed' : ''}, ${samplesPerRep} samples`,
+      );
       const samples: number[] = [];
-      for (let i = 0; i < config.pickupSamples; i += 1) samples.push(await sample());
+      for (let i = 0; i < samplesPerRep; i += 1) samples.push(await sample());
       reps.push(repOf(samples));
     }
     child.send({ type: 'stop' } satisfies PickupParentMessage);
@@ -156,7 +232,7 @@ async function remotePickup(ctx: BenchContext, config: BenchConfig) {
     await producer.close();
     await dropDatabase(ctx.client.db(dbName));
   }
-  return { pollIntervalMs: poll, mode: 'forked worker process', clockOffsetMs, reps };
+  return { pollIntervalMs: poll, mode: 'forked worker process', delayed, clockOffsetMs, reps };
 }
 
 /**

@@ -48,6 +48,20 @@ function instrumentTakes(app: JobsTestApp, delayMs: number) {
     probe.batches.push(answer.matched);
     return answer;
   };
+  const earliestRunAt = app.stores.claim.earliestRunAt.bind(app.stores.claim);
+  // An idle worker's poll reads the next due time instead of sending a claim that would find nothing.
+  app.stores.claim.earliestRunAt = async (...args) => {
+    probe.inFlight += 1;
+    probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
+    try {
+      await sleep(delayMs);
+      const runAt = await earliestRunAt(...args);
+      probe.log.push(`due:${runAt ? 'some' : 'none'}`);
+      return runAt;
+    } finally {
+      probe.inFlight -= 1;
+    }
+  };
   app.stores.claim.take = async (source, ...args) => {
     probe.inFlight += 1;
     probe.maxInFlight = Math.max(probe.maxInFlight, probe.inFlight);
@@ -125,19 +139,20 @@ describe('claims in flight and batch claims', () => {
     expect(release).not.toHaveBeenCalled();
   });
 
-  it('claims a backlog in batches, then sends one claim per poll on an empty queue, not one per free slot', async () => {
+  it('claims a backlog in batches, then sends one step per poll on an empty queue, not one per free slot', async () => {
     const app = await start({ concurrency: 100, pollIntervalMs: 30 });
     const probe = instrumentTakes(app, 5);
     gate.resolve(); // jobs finish at once
     await app.jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ name: 'block', payload: { i } })));
     await waitFor(async () => (await app.jobs.stats()).completed === 40, '40 completed jobs');
     expect(probe.batches.length).toBeGreaterThan(0);
-    // The queue is empty now: each poll is one claim, then a sleep, whatever the free slots.
-    const runner = app.get(JobRunner) as unknown as { wakeup: { sleep: (ms: number) => Promise<void> } };
-    const sleep = runner.wakeup.sleep.bind(runner.wakeup);
-    runner.wakeup.sleep = (ms) => {
+    // The queue is empty now: each poll is one step (a read of the next due time: a claim would find nothing), then a
+    // sleep, whatever the free slots.
+    const runner = app.get(JobRunner) as unknown as { pacing: { wait: (ms: number) => Promise<void> } };
+    const wait = runner.pacing.wait.bind(runner.pacing);
+    runner.pacing.wait = (ms) => {
       probe.log.push('sleep');
-      return sleep(ms);
+      return wait(ms);
     };
     // The burst that ran the last jobs may still have claims in flight: the loop sleeps only once they have all
     // landed, so count from the first sleep on.
@@ -147,7 +162,7 @@ describe('claims in flight and batch claims', () => {
     const from = probe.log.push('mark');
     await waitFor(() => probe.log.slice(from).filter((entry) => entry === 'sleep').length >= 6, 'six empty polls');
     const polls = probe.log.slice(from).join(' ').split('sleep').slice(1, -1);
-    for (const poll of polls) expect(poll.match(/pending:none/g)).toHaveLength(1);
+    for (const poll of polls) expect(poll.match(/pending:none|due:none/g)).toHaveLength(1);
     expect(probe.maxInFlight).toBe(1);
   });
 });

@@ -126,14 +126,22 @@ describe('events and health', () => {
 
   it('reports down while the poll loop is stalled, and up again once it moves', async () => {
     const stall = deferred();
+    // An idle poll reads the next due time (a poll with a job known due sends the claim): the first of either stalls.
     const take = app.stores.claim.take.bind(app.stores.claim);
+    const earliestRunAt = app.stores.claim.earliestRunAt.bind(app.stores.claim);
     let stalled = false;
+    const stallOnce = async () => {
+      if (stalled) return;
+      stalled = true;
+      await stall.promise; // a poll that never finishes, as with a blocked loop
+    };
     app.stores.claim.take = async (source, ...args) => {
-      if (source === 'pending' && !stalled) {
-        stalled = true;
-        await stall.promise; // a poll that never finishes, as with a blocked loop
-      }
+      if (source === 'pending') await stallOnce();
       return take(source, ...args);
+    };
+    app.stores.claim.earliestRunAt = async (...args) => {
+      await stallOnce();
+      return earliestRunAt(...args);
     };
     await waitFor(() => stalled, 'the loop to stall');
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'down', 'status down', 2_000);
@@ -142,6 +150,7 @@ describe('events and health', () => {
     await expect(app.get(HealthController).check()).rejects.toMatchObject({ status: 503 });
     stall.resolve();
     app.stores.claim.take = take;
+    app.stores.claim.earliestRunAt = earliestRunAt;
     await waitFor(async () => (await app.jobs.workerStatus()).status === 'up', 'status up again', 2_000);
   });
 });

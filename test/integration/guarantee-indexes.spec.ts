@@ -350,7 +350,7 @@ describe('indexes the guarantees depend on', () => {
         });
         // One command per declared index, once: no second round.
         expect(sent()).toBe(proxy.faults.length);
-        expect(sent()).toBeLessThanOrEqual(12);
+        expect(sent()).toBeLessThanOrEqual(13);
       } finally {
         await proxy.close();
       }

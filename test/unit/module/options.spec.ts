@@ -15,6 +15,14 @@ describe('resolveJobsOptions', () => {
     expect(resolveJobsOptions({ claimBatchSize: 1_000 }).claimBatchSize).toBe(1_000);
   });
 
+  it('sets the change stream safety net to 30 s, or pollIntervalMs when that is longer', () => {
+    expect(resolveJobsOptions({}).changeStreamPollIntervalMs).toBe(30_000);
+    expect(resolveJobsOptions({ pollIntervalMs: 60_000 }).changeStreamPollIntervalMs).toBe(60_000);
+    expect(resolveJobsOptions({ pollIntervalMs: 50, changeStreamPollIntervalMs: 50 }).changeStreamPollIntervalMs).toBe(
+      50,
+    );
+  });
+
   it('keeps explicit values and a given workerId', () => {
     expect(resolveJobsOptions({ workerId: 'w1', heartbeatIntervalMs: 10, leaseMs: 100 })).toMatchObject({
       workerId: 'w1',
@@ -37,6 +45,10 @@ describe('resolveJobsOptions', () => {
     [{ claimBatchSize: 1_001 }, 'claimBatchSize'],
     [{ claimBatchSize: Number.NaN }, 'claimBatchSize'],
     [{ claimBatchSize: '8' as unknown as number }, 'claimBatchSize'],
+    [{ changeStreamPollIntervalMs: 0 }, 'changeStreamPollIntervalMs'],
+    [{ changeStream: 'off' as unknown as boolean }, 'changeStream'],
+    [{ changeStreamPollIntervalMs: '30000' as unknown as number }, 'changeStreamPollIntervalMs'],
+    [{ pollIntervalMs: 5_000, changeStreamPollIntervalMs: 1_000 }, 'changeStreamPollIntervalMs'],
     [{ telemetry: true as unknown as false }, 'telemetry'],
     [{ telemetry: { metricsIntervalMs: 0 } }, 'telemetry.metricsIntervalMs'],
     [{ telemetry: { extraJobNames: 'email.send' as unknown as string[] } }, 'telemetry.extraJobNames'],

@@ -41,4 +41,23 @@ describe('Wakeup', () => {
     await jest.advanceTimersByTimeAsync(500);
     expect(done).toBe(false);
   });
+
+  it('shorten() ends the current sleep sooner, never later, and means nothing while nobody sleeps', async () => {
+    const wakeup = new Wakeup();
+    wakeup.shorten(10); // nobody sleeps: not remembered
+    let done = false;
+    void wakeup.sleep(1000).then(() => {
+      done = true;
+    });
+    await jest.advanceTimersByTimeAsync(100);
+    expect(done).toBe(false);
+    wakeup.shorten(2000); // later than the sleep's end: no change
+    wakeup.shorten(300);
+    wakeup.shorten(500); // later than the shortened end: no change
+    await jest.advanceTimersByTimeAsync(299);
+    expect(done).toBe(false);
+    await jest.advanceTimersByTimeAsync(1);
+    expect(done).toBe(true);
+    expect(jest.getTimerCount()).toBe(0);
+  });
 });
