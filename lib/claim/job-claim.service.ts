@@ -74,7 +74,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     retention: JobRetention,
     private readonly limitedClaim: LimitedClaim,
     private readonly inDoubt: ClaimsInDoubt,
-    deadline: ShutdownDeadline,
+    private readonly deadline: ShutdownDeadline,
     private readonly paused: PausedNames,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
@@ -153,6 +153,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     // name must not end every burst of the poll loop (the error is thrown when no other name had a job).
     let failure: { name: string; error: unknown } | undefined;
     for (let step = 0; step < order.length; step += 1) {
+      if (this.deadline.started) break; // shutdown began: a claim landing now would be handed back at best
       const entry = order[(this.turn + step) % order.length];
       let claim: ClaimedJob | null = null;
       if (entry === UNLIMITED) claim = await this.claimUnlimitedBeside(unlimited);
@@ -196,7 +197,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     const reclaimDue = this.reclaimDue();
     if (reclaimDue) {
       const reclaimed = await this.searchExpired(names);
-      if (reclaimed) return reclaimed;
+      if (reclaimed || this.deadline.started) return reclaimed;
     }
     const due = await this.nextDue.take(
       () => this.takeNext('pending', names),
@@ -204,7 +205,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     );
     if (due) return due;
     // A concurrent step searching for expired leases right now covers this one's search.
-    return reclaimDue || this.reclaimSearching ? null : this.searchExpired(names);
+    return reclaimDue || this.reclaimSearching || this.deadline.started ? null : this.searchExpired(names);
   }
 
   /**
@@ -222,7 +223,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       const reclaimed = await this.searchExpired([...names]);
       if (reclaimed) return [reclaimed];
     }
-    return this.batch.take([...names], want, roomOf);
+    return this.deadline.started ? [] : this.batch.take([...names], want, roomOf);
   }
 
   /** Whether a search for expired leases is due: none under way, and none came back empty this poll interval. */
