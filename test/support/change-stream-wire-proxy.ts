@@ -1,6 +1,13 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { type Document, deserialize, Long, serialize } from 'bson';
-import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
+import {
+  connectUpstream,
+  listenOnLoopback,
+  type ProxyTarget,
+  pairSockets,
+  proxyTarget,
+  uriThroughProxy,
+} from './proxy-target';
 import { framer, OP_MSG, parseOpMsg, replyTo } from './wire-messages';
 
 /** A change-stream `aggregate` the client sent: its `$changeStream` options and the stages after it. */
@@ -59,14 +66,8 @@ export class ChangeStreamWireProxy {
   static async start(targetUri: string): Promise<ChangeStreamWireProxy> {
     const target = proxyTarget(targetUri, 'ChangeStreamWireProxy');
     let proxy: ChangeStreamWireProxy | undefined;
-    const server = createServer((client) => proxy?.accept(client, target));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('ChangeStreamWireProxy: no TCP address');
-    proxy = new ChangeStreamWireProxy(server, address.port, targetUri);
+    const { server, port } = await listenOnLoopback('ChangeStreamWireProxy', (client) => proxy?.accept(client, target));
+    proxy = new ChangeStreamWireProxy(server, port, targetUri);
     return proxy;
   }
 
@@ -101,16 +102,7 @@ export class ChangeStreamWireProxy {
 
   private accept(client: Socket, target: ProxyTarget): void {
     const upstream = connectUpstream(target);
-    for (const socket of [client, upstream]) {
-      socket.setNoDelay(true);
-      this.sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        this.sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
+    pairSockets(client, upstream, this.sockets);
     client.on(
       'data',
       framer((message) => {

@@ -1,6 +1,13 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import type { Document } from 'bson';
-import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
+import {
+  connectUpstream,
+  listenOnLoopback,
+  type ProxyTarget,
+  pairSockets,
+  proxyTarget,
+  uriThroughProxy,
+} from './proxy-target';
 import { commandOf, framer, MORE_TO_COME, OP_MSG, parseOpMsg, replyTo } from './wire-messages';
 
 /** The server error a rule answers with: `{ ok: 0, code, errmsg }` (no `code` at all when it is undefined). */
@@ -100,14 +107,8 @@ export class ErrorReplyProxy {
   static async start(targetUri: string): Promise<ErrorReplyProxy> {
     const target = proxyTarget(targetUri, 'ErrorReplyProxy');
     let proxy: ErrorReplyProxy | undefined;
-    const server = createServer((client) => proxy?.accept(client, target));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('ErrorReplyProxy: no TCP address');
-    proxy = new ErrorReplyProxy(server, address.port, targetUri);
+    const { server, port } = await listenOnLoopback('ErrorReplyProxy', (client) => proxy?.accept(client, target));
+    proxy = new ErrorReplyProxy(server, port, targetUri);
     return proxy;
   }
 
@@ -179,16 +180,7 @@ export class ErrorReplyProxy {
 
   private accept(client: Socket, target: ProxyTarget): void {
     const upstream = connectUpstream(target);
-    for (const socket of [client, upstream]) {
-      socket.setNoDelay(true);
-      this.sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        this.sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
+    pairSockets(client, upstream, this.sockets);
     /** Request ids on this connection whose answer is held back or lost, by the rule that picked them. */
     const intercepted = new Map<number, ReplyRuleState>();
     client.on(

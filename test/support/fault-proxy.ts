@@ -1,6 +1,7 @@
-import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { type Server, type Socket, connect as tcpConnect } from 'node:net';
 import type { Document } from 'bson';
 import { type CommandKind, classifyCommand } from './command-kind';
+import { listenOnLoopback } from './proxy-target';
 import {
   framer,
   MORE_TO_COME,
@@ -130,14 +131,8 @@ export class FaultProxy {
     if (!match) throw new Error(`FaultProxy needs a mongodb://host:port URI, got ${targetUri}`);
     const target = { host: match[1], port: Number(match[2]) };
     let proxy: FaultProxy | undefined;
-    const server = createServer((socket) => proxy?.accept(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('FaultProxy: no TCP address');
-    proxy = new FaultProxy(server, target, address.port, options);
+    const { server, port } = await listenOnLoopback('FaultProxy', (socket) => proxy?.accept(socket));
+    proxy = new FaultProxy(server, target, port, options);
     return proxy;
   }
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type Socket, connect as tcpConnect } from 'node:net';
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { type ConnectionOptions, connect as tlsConnect } from 'node:tls';
 
 /**
@@ -103,4 +103,39 @@ export function uriThroughProxy(uri: string, port: number): string {
   const query = [...kept, ['directConnection', 'true']].map(([key, value]) => `${key}=${value}`).join('&');
   const userInfo = parsed.userInfo === '' ? '' : `${parsed.userInfo}@`;
   return `mongodb://${userInfo}127.0.0.1:${port}${parsed.path}?${query}`;
+}
+
+/**
+ * A TCP server on 127.0.0.1 at a free port (what every test proxy listens on), passing each connection to `onClient`.
+ * `onClient` may be bound after this resolves: a proxy is built from the server's port, then takes its connections.
+ */
+export async function listenOnLoopback(
+  who: string,
+  onClient: (client: Socket) => void,
+): Promise<{ server: Server; port: number }> {
+  const server = createServer(onClient);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error(`${who}: no TCP address`);
+  return { server, port: address.port };
+}
+
+/**
+ * Ties a client connection to its upstream one, as the wire proxies do: no Nagle delay, errors swallowed (a test cuts
+ * connections on purpose), both tracked in `sockets` while open, and either one closing closes the other.
+ */
+export function pairSockets(client: Socket, upstream: Socket, sockets: Set<Socket>): void {
+  for (const socket of [client, upstream]) {
+    socket.setNoDelay(true);
+    sockets.add(socket);
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      sockets.delete(socket);
+      client.destroy();
+      upstream.destroy();
+    });
+  }
 }

@@ -1,6 +1,13 @@
-import { createServer, type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { type Binary, type Document, deserialize, type Long, serialize } from 'bson';
-import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
+import {
+  connectUpstream,
+  listenOnLoopback,
+  type ProxyTarget,
+  pairSockets,
+  proxyTarget,
+  uriThroughProxy,
+} from './proxy-target';
 import {
   buildOpMsg,
   EXACT,
@@ -64,14 +71,10 @@ export class SessionWireProxy {
     const target = proxyTarget(targetUri, 'SessionWireProxy');
     const strip = options.stripSessionFields ?? false;
     let proxy: SessionWireProxy | undefined;
-    const server = createServer((client) => proxy?.accept(client, target, strip));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('SessionWireProxy: no TCP address');
-    proxy = new SessionWireProxy(server, address.port, targetUri);
+    const { server, port } = await listenOnLoopback('SessionWireProxy', (client) =>
+      proxy?.accept(client, target, strip),
+    );
+    proxy = new SessionWireProxy(server, port, targetUri);
     return proxy;
   }
 
@@ -99,16 +102,7 @@ export class SessionWireProxy {
 
   private accept(client: Socket, target: ProxyTarget, strip: boolean): void {
     const upstream = connectUpstream(target);
-    for (const socket of [client, upstream]) {
-      socket.setNoDelay(true);
-      this.sockets.add(socket);
-      socket.on('error', () => undefined);
-      socket.on('close', () => {
-        this.sockets.delete(socket);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
+    pairSockets(client, upstream, this.sockets);
     client.on(
       'data',
       framer((message) => {

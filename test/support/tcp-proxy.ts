@@ -1,5 +1,5 @@
-import { createServer, type Server, type Socket } from 'node:net';
-import { connectUpstream, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
+import type { Server, Socket } from 'node:net';
+import { connectUpstream, listenOnLoopback, type ProxyTarget, proxyTarget, uriThroughProxy } from './proxy-target';
 import { sleep } from './sleep';
 
 /** Extra latency per forwarded chunk, in ms: a fixed number, or a function called once per chunk. */
@@ -95,14 +95,8 @@ export class TcpProxy {
   static async start(targetUri: string): Promise<TcpProxy> {
     const target = proxyTarget(targetUri, 'TcpProxy');
     let proxy: TcpProxy | undefined;
-    const server = createServer((socket) => proxy?.accept(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => resolve());
-    });
-    const address = server.address();
-    if (address === null || typeof address === 'string') throw new Error('TcpProxy: no TCP address');
-    proxy = new TcpProxy(server, target, address.port, targetUri);
+    const { server, port } = await listenOnLoopback('TcpProxy', (socket) => proxy?.accept(socket));
+    proxy = new TcpProxy(server, target, port, targetUri);
     return proxy;
   }
 
