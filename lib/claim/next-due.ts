@@ -31,12 +31,6 @@ export class NextDue {
     this.at = runAt === null ? Number.POSITIVE_INFINITY : runAt.getTime();
   }
 
-  /** A job was claimed: the quiet spell is over, and what falls due next is unknown. */
-  private claimed(): void {
-    this.idle = false;
-    this.at = undefined;
-  }
-
   /** A pending job due at `at` (epoch ms) was stored or changed here or elsewhere: it counts without a read. */
   heard(at: number): void {
     if (this.at === undefined || at < this.at) this.at = at;
@@ -61,7 +55,7 @@ export class NextDue {
     }
     const taken = await claim();
     if (taken) {
-      this.claimed();
+      this.arrived(); // the quiet spell is over, and what falls due next is unknown
       return taken;
     }
     this.idle = true;

@@ -4,12 +4,11 @@
  */
 export class Wakeup {
   private pending = false;
-  private wakeCurrent?: () => void;
-  /** The current sleep's end (Date.now ms) and a way to move it earlier. */
-  private current?: { endsAt: number; rearm: (ms: number) => void };
+  /** The sleep under way: its end (Date.now ms), what ends it now, and a way to move that end earlier. */
+  private current?: { endsAt: number; end: () => void; rearm: (ms: number) => void };
 
   wake(): void {
-    if (this.wakeCurrent) this.wakeCurrent();
+    if (this.current) this.current.end();
     else this.pending = true;
   }
 
@@ -28,23 +27,22 @@ export class Wakeup {
       return Promise.resolve();
     }
     return new Promise<void>((resolve) => {
-      let timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
+      const end = () => {
         clearTimeout(timer);
-        self.wakeCurrent = undefined;
-        self.current = undefined;
+        this.current = undefined;
         resolve();
-      }
-      this.wakeCurrent = done;
-      this.current = {
+      };
+      let timer = setTimeout(end, ms);
+      const current = {
         endsAt: Date.now() + ms,
-        rearm: (delay) => {
+        end,
+        rearm: (delay: number) => {
           clearTimeout(timer);
-          timer = setTimeout(done, delay);
-          if (this.current) this.current.endsAt = Date.now() + delay;
+          timer = setTimeout(end, delay);
+          current.endsAt = Date.now() + delay;
         },
       };
+      this.current = current;
     });
   }
 }
