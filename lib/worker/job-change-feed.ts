@@ -5,6 +5,7 @@ import { errorInfo } from '../model/error-info.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
 import { raceTimeout } from '../model/race-timeout.js';
 import { type JobChange, JobChangesStore } from '../persistence/job-changes.store.js';
+import { Wakeup } from './wakeup.js';
 
 /** Longest random delay before an event wakes the poll loop: one insert must not wake every idle worker at once. */
 export const CHANGE_WAKE_JITTER_MS = 20;
@@ -55,16 +56,16 @@ export class JobChangeFeed implements OnApplicationShutdown {
   private stream?: mongo.ChangeStream<never, JobChange>;
   private running?: Promise<void>;
   private stopping = false;
-  private isLive = false;
   private state: ChangeFeedMode = 'off';
-  private reopenTimer?: { timer: NodeJS.Timeout; done: () => void };
+  /** The backoff before reopening a failed stream, cut short by `stop()`. */
+  private readonly reopenWait = new Wakeup();
   private wakeTimer?: NodeJS.Timeout;
 
   constructor(private readonly store: JobChangesStore) {}
 
   /** Whether the stream is open and answering now. */
   get live(): boolean {
-    return this.isLive;
+    return this.state === 'live' && !this.stopping;
   }
 
   get mode(): ChangeFeedMode {
@@ -83,12 +84,8 @@ export class JobChangeFeed implements OnApplicationShutdown {
   /** Closes the stream; resolves once its loop ended. */
   async stop(): Promise<void> {
     this.stopping = true;
-    this.isLive = false;
     clearTimeout(this.wakeTimer);
-    if (this.reopenTimer) {
-      clearTimeout(this.reopenTimer.timer);
-      this.reopenTimer.done();
-    }
+    this.reopenWait.wake();
     await this.stream?.close().catch(() => undefined);
     await this.running;
   }
@@ -109,8 +106,7 @@ export class JobChangeFeed implements OnApplicationShutdown {
           // The first call sends the aggregate; each later one a getMore the server holds until an event (or a while).
           const change = await stream.tryNext();
           if (this.stopping) return;
-          if (!this.isLive) {
-            this.isLive = true;
+          if (this.state !== 'live') {
             this.state = 'live';
             listener.live(true);
             if (failures > 0) {
@@ -125,8 +121,8 @@ export class JobChangeFeed implements OnApplicationShutdown {
         }
       } catch (error) {
         if (this.stopping) return;
-        if (this.isLive) {
-          this.isLive = false;
+        if (this.state === 'live') {
+          this.state = 'reopening';
           listener.live(false);
         }
         const { message } = errorInfo(error);
@@ -147,7 +143,7 @@ export class JobChangeFeed implements OnApplicationShutdown {
         if (codeOf(error) === HISTORY_LOST) token = undefined;
         if (everLive) this.state = 'reopening';
         failures += 1;
-        await this.pause(Math.min(REOPEN_MAX_MS, REOPEN_FIRST_MS * 2 ** (failures - 1)));
+        await this.reopenWait.sleep(Math.min(REOPEN_MAX_MS, REOPEN_FIRST_MS * 2 ** (failures - 1)));
       } finally {
         await stream.close().catch(() => undefined);
       }
@@ -166,16 +162,6 @@ export class JobChangeFeed implements OnApplicationShutdown {
       this.wakeTimer = undefined;
       listener.due();
     }, Math.random() * CHANGE_WAKE_JITTER_MS);
-  }
-
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.reopenTimer = undefined;
-        resolve();
-      };
-      this.reopenTimer = { timer: setTimeout(done, ms), done };
-    });
   }
 }
 
