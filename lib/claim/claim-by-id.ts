@@ -1,8 +1,7 @@
 import type { Types } from 'mongoose';
 import type { FleetLimits } from '../handlers/fleet-limits.js';
-import type { ClaimedJob } from '../model/claimed-job.js';
+import type { ClaimedJob, ClaimedRow } from '../model/claimed-job.js';
 import { addMs, now } from '../model/clock.js';
-import type { JobDocument } from '../model/job-document.js';
 import type { ByIdScope, ClaimSource } from '../persistence/claim-queries.js';
 import { type ClaimRefusal, isRefusal } from '../persistence/claim-refusal.js';
 import type { JobClaimStore } from '../persistence/job-claim.store.js';
@@ -18,7 +17,7 @@ import type { RefusedRows, RetriedRow } from './refused-rows.js';
  */
 export type ClaimByIdResult =
   | { kind: 'claimed'; claim: ClaimedJob }
-  | { kind: 'dead_lettered'; doc: JobDocument }
+  | { kind: 'dead_lettered'; doc: ClaimedRow }
   | { kind: 'set_aside'; reason: string }
   /** Its name is at a fleet-wide limit (`globalConcurrency`, `groupConcurrency` for its group, or `rateLimit`). */
   | { kind: 'limited' }
@@ -69,7 +68,7 @@ export class ClaimById {
       const outcome = await inDoubt.send(
         { lockId, lockedUntil },
         () => claims.takeById(source, id, at, lockId, lockedUntil, this.context.byIdScope(source, names)),
-        (taken): JobDocument | ClaimRefusal | null => taken,
+        (taken): ClaimedRow | ClaimRefusal | null => taken,
       );
       let taken: RetriedRow;
       if (!isRefusal(outcome)) taken = outcome ? { doc: outcome, lockId } : 'changed';

@@ -1,8 +1,8 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { Types } from 'mongoose';
+import type { ClaimedRow } from '../model/claimed-job.js';
 import { errorInfo } from '../model/error-info.js';
 import { firstAnswer, type HedgeSchedule } from '../model/first-answer.js';
-import type { JobDocument } from '../model/job-document.js';
 import { JOBS_LOGGER_CONTEXT } from '../model/jobs.constants.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { mayHaveLanded } from '../persistence/database-errors.js';
@@ -56,7 +56,7 @@ export class ClaimsInDoubt {
    * own error when it did not land, or when that could not be told before the lease it would have written ran out
    * (or shutdown's hard bound).
    */
-  async send<T>(claim: SentClaim, write: () => Promise<T>, asTaken: (row: JobDocument) => T): Promise<T> {
+  async send<T>(claim: SentClaim, write: () => Promise<T>, asTaken: (row: ClaimedRow) => T): Promise<T> {
     this.unresolved.add(claim.lockId);
     try {
       return await write();
@@ -83,7 +83,7 @@ export class ClaimsInDoubt {
     claims: readonly { id: Types.ObjectId; lockId: string }[],
     lockedUntil: Date,
     write: () => Promise<number>,
-  ): Promise<JobDocument[]> {
+  ): Promise<ClaimedRow[]> {
     const lockIds = claims.map((claim) => claim.lockId);
     for (const lockId of lockIds) this.unresolved.add(lockId);
     try {
@@ -128,7 +128,7 @@ export class ClaimsInDoubt {
   }
 
   /** The row the claim took, null when it took none, `'unknown'` when that could not be told before the lease ended. */
-  private async readBack({ lockId, lockedUntil }: SentClaim): Promise<JobDocument | null | 'unknown'> {
+  private async readBack({ lockId, lockedUntil }: SentClaim): Promise<ClaimedRow | null | 'unknown'> {
     const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
     const answer = await firstAnswer(() => this.claims.findClaimedBy(lockId, lockedUntil), giveUpAt, IN_DOUBT);
     return answer ? answer.value : 'unknown';

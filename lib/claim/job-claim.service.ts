@@ -3,11 +3,10 @@ import type { Types } from 'mongoose';
 import { type FleetLimits, hasFleetLimits } from '../handlers/fleet-limits.js';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import { JobRetention } from '../handlers/job-retention.service.js';
-import type { ClaimedJob } from '../model/claimed-job.js';
+import type { ClaimedJob, ClaimedRow } from '../model/claimed-job.js';
 import { addMs, now } from '../model/clock.js';
 import { errorInfo } from '../model/error-info.js';
 import { JobEvents } from '../model/events/job-events.js';
-import type { JobDocument } from '../model/job-document.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
@@ -361,7 +360,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       const outcome = await this.inDoubt.send(
         { lockId, lockedUntil },
         () => this.claims.take(source, at, lockId, lockedUntil, scope),
-        (row): JobDocument | ClaimRefusal | null => row,
+        (row): ClaimedRow | ClaimRefusal | null => row,
       );
       if (!isRefusal(outcome)) return outcome && { doc: outcome, lockId };
       await this.refused.assertAboutARow(source, outcome, names);

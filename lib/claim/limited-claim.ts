@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Types } from 'mongoose';
 import type { FleetLimits } from '../handlers/fleet-limits.js';
+import type { ClaimedRow } from '../model/claimed-job.js';
 import type { JobDocument } from '../model/job-document.js';
 import { type ClaimSource, isInSource, type SlotClaim, type SlotField } from '../persistence/claim-queries.js';
 import { asRefusal, type ClaimRefusal, isRefusal, isSameRefusal } from '../persistence/claim-refusal.js';
@@ -36,7 +37,7 @@ export interface LimitedTake {
  * (`refused_unplaced`).
  */
 export type LimitedTakeResult =
-  | { kind: 'taken'; doc: JobDocument; reclaimed: boolean }
+  | { kind: 'taken'; doc: ClaimedRow; reclaimed: boolean }
   | { kind: 'full' }
   | { kind: 'none' }
   | { kind: 'contended' }
@@ -120,7 +121,7 @@ export class LimitedClaim {
   private async takeWithSlots(request: LimitedTake, byId?: JobDocument): Promise<LimitedTakeResult> {
     const { name, limits, source, at, lockId, lockedUntil, skipIds, skipLocks } = request;
     const inDoubtHere = (lock: string | undefined) => lock !== undefined && (skipLocks ?? []).includes(lock);
-    const taken = (doc: JobDocument | RefusedRow | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
+    const taken = (doc: ClaimedRow | RefusedRow | null, missing: 'none' | 'contended' = 'none'): LimitedTakeResult => {
       if (doc === null) return { kind: missing };
       return 'kind' in doc ? doc : { kind: 'taken', doc, reclaimed: source === 'running' };
     };
@@ -192,6 +193,6 @@ export class LimitedClaim {
 type RefusedRow = Extract<LimitedTakeResult, { kind: 'refused' }>;
 
 /** A take of exactly row `id`: a refusal by the server of that write becomes a `refused` result for it. */
-function refusedAs(id: Types.ObjectId, source: ClaimSource, outcome: JobDocument | ClaimRefusal | null) {
+function refusedAs(id: Types.ObjectId, source: ClaimSource, outcome: ClaimedRow | ClaimRefusal | null) {
   return isRefusal(outcome) ? ({ kind: 'refused', id, source, refusal: outcome } satisfies RefusedRow) : outcome;
 }

@@ -1,12 +1,12 @@
+import type { ClaimedRow } from '../model/claimed-job.js';
 import { describeValue } from '../model/errors/describe-value.js';
-import type { JobDocument } from '../model/job-document.js';
 import { describeJobId, isObjectId } from '../model/job-id.js';
 
 /**
  * Why a claimed row cannot run as stored, or undefined when it can. Rows written by hand, by another tool or by a
  * buggy version must be set aside with a reason, not crash the worker that claimed them.
  */
-export function whyNotRunnable(doc: JobDocument): string | undefined {
+export function whyNotRunnable(doc: ClaimedRow): string | undefined {
   const row = doc as unknown as Record<string, unknown>;
   if (!isObjectId(row._id)) return `its _id ${describeJobId(row._id)} is not an ObjectId`;
   if (typeof row.name !== 'string') return 'its name is not a string';

@@ -1,5 +1,5 @@
+import type { ClaimedRow } from './claimed-job.js';
 import type { ExecutionOutcome } from './execution-outcome.js';
-import type { JobDocument } from './job-document.js';
 import type { NewJobDocument } from './new-job-document.js';
 
 /** Injection token of this module's `JobsTelemetry`, or null when telemetry is off or the API is not installed. */
@@ -20,7 +20,7 @@ export interface JobsTelemetry {
     stored: (result: T, index: number) => boolean,
   ): Promise<T>;
   /** Opens the CONSUMER span of one attempt (parent and link: the stored producer context); counts the delivery. */
-  startAttempt(doc: JobDocument, jobId: string, attempt: number): AttemptTelemetry;
+  startAttempt(doc: ClaimedRow, jobId: string, attempt: number): AttemptTelemetry;
   leaseRenewed(name: string): void;
   leaseLost(name: string): void;
 }

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Model, mongo, Types } from 'mongoose';
+import { CLAIMED_ROW_PROJECTION, type ClaimedRow } from '../model/claimed-job.js';
 import type { JobDocument } from '../model/job-document.js';
 import { JOBS_MODEL } from '../model/jobs.constants.js';
 import { commandError, refusedWrites } from './bulk-write-errors.js';
@@ -44,13 +45,13 @@ export class JobClaimStore {
     lockedUntil: Date,
     scope: ClaimScope,
     slots?: SlotClaim,
-  ): Promise<JobDocument | ClaimRefusal | null> {
+  ): Promise<ClaimedRow | ClaimRefusal | null> {
     const query = CLAIM_SOURCES[source];
     return refusalAsOutcome(() =>
       this.collection.findOneAndUpdate(
         { ...query.filter(now), ...scopeFilter(scope) },
         withSlots(query.update(now, lockId, lockedUntil), slots),
-        { sort: query.sort, returnDocument: 'after' },
+        { sort: query.sort, returnDocument: 'after', projection: CLAIMED_ROW_PROJECTION },
       ),
     );
   }
@@ -130,14 +131,19 @@ export class JobClaimStore {
   findClaimedByAny(
     claims: readonly { id: Types.ObjectId; lockId: string }[],
     lockedUntil: Date,
-  ): Promise<JobDocument[]> {
+  ): Promise<ClaimedRow[]> {
     const ids = claims.map((claim) => claim.id);
     const lockIds = claims.map((claim) => claim.lockId);
     return this.collection
-      .find(
+      .find<ClaimedRow>(
         { _id: { $in: ids }, status: 'running', lockedUntil, lockedBy: { $in: lockIds } },
         // From the primary, which has the batch's writes (an application's secondary read preference must not hide them).
-        { sort: CLAIM_SOURCES.pending.sort, readPreference: 'primary', batchSize: claims.length },
+        {
+          sort: CLAIM_SOURCES.pending.sort,
+          projection: CLAIMED_ROW_PROJECTION,
+          readPreference: 'primary',
+          batchSize: claims.length,
+        },
       )
       .toArray();
   }
@@ -151,13 +157,13 @@ export class JobClaimStore {
     lockedUntil: Date,
     scope: ByIdScope,
     slots?: SlotClaim,
-  ): Promise<JobDocument | ClaimRefusal | null> {
+  ): Promise<ClaimedRow | ClaimRefusal | null> {
     const query = CLAIM_SOURCES[source];
     return refusalAsOutcome(() =>
       this.collection.findOneAndUpdate(
         { _id: id, ...query.filter(now), ...byIdScopeFilter(scope) },
         withSlots(query.update(now, lockId, lockedUntil), slots),
-        { returnDocument: 'after' },
+        { returnDocument: 'after', projection: CLAIMED_ROW_PROJECTION },
       ),
     );
   }
@@ -234,8 +240,11 @@ export class JobClaimStore {
    * was lost) read back. `lockedUntil` is the deadline that claim wrote, so the read is a point lookup on the reclaim
    * index (`status`, `lockedUntil`); nobody renews a lease its owner does not know it holds.
    */
-  findClaimedBy(lockId: string, lockedUntil: Date): Promise<JobDocument | null> {
-    return this.collection.findOne({ status: 'running', lockedUntil, lockedBy: lockId }, { readPreference: 'primary' });
+  findClaimedBy(lockId: string, lockedUntil: Date): Promise<ClaimedRow | null> {
+    return this.collection.findOne<ClaimedRow>(
+      { status: 'running', lockedUntil, lockedBy: lockId },
+      { projection: CLAIMED_ROW_PROJECTION, readPreference: 'primary' },
+    );
   }
 
   /**

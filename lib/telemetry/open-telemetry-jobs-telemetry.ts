@@ -1,12 +1,12 @@
 import type { OnModuleDestroy } from '@nestjs/common';
 import type { Attributes, Context, Counter, Histogram, Link, Span, Tracer } from '@opentelemetry/api';
+import type { ClaimedRow } from '../model/claimed-job.js';
 import { errorInfo } from '../model/error-info.js';
 import { JobCancelledError } from '../model/errors/job-cancelled.error.js';
 import { JobTimeoutError } from '../model/errors/job-timeout.error.js';
 import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import { WorkerShutdownError } from '../model/errors/worker-shutdown.error.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
-import type { JobDocument } from '../model/job-document.js';
 import type { AttemptTelemetry, JobsTelemetry } from '../model/jobs-telemetry.js';
 import type { NewJobDocument } from '../model/new-job-document.js';
 import type { JobReadStore } from '../persistence/job-read.store.js';
@@ -140,7 +140,7 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     }
   }
 
-  startAttempt(doc: JobDocument, jobId: string, attempt: number): AttemptTelemetry {
+  startAttempt(doc: ClaimedRow, jobId: string, attempt: number): AttemptTelemetry {
     const { api } = this;
     const parent = storedContext(api, doc.traceContext);
     const producer = api.trace.getSpanContext(parent);

@@ -5,6 +5,8 @@ import type { MongoClient } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import type { ClaimedJob } from '../../lib/model/claimed-job';
+import { MAX_ATTEMPT_HISTORY } from '../../lib/model/jobs.constants';
+import { JobRunner } from '../../lib/worker/job-runner.service';
 import { ErrorReplyProxy } from '../support/error-reply-proxy';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { storedJobRow } from '../support/stored-job-row';
@@ -23,6 +25,11 @@ class Handlers {
 
   @JobHandler('other')
   other(_payload: unknown, _ctx: JobExecutionContext) {}
+
+  @JobHandler('failing', { maxAttempts: 100 })
+  failing(_payload: unknown, _ctx: JobExecutionContext) {
+    throw new Error('failed again');
+  }
 }
 
 @Injectable()
@@ -142,6 +149,55 @@ describe('batch claims', () => {
       rows.map(() => ['running', 0, 1]),
     );
     expect(new Set(rows.map((row) => row.lockedBy))).toEqual(new Set((taken ?? []).map((claim) => claim.lockId)));
+  });
+
+  it('reads claimed rows back without their attempt history, which the failed attempt still extends on the server', async () => {
+    const dbName = uniqueDatabaseName('batch_history');
+    const { app, claims } = await claimer(dbName);
+    // Three jobs that failed MAX_ATTEMPT_HISTORY times, each attempt with an 8 KB stack: 400 KB of history a row.
+    const history = Array.from({ length: MAX_ATTEMPT_HISTORY }, (_, i) => ({
+      at: new Date(Date.now() - 60_000 + i),
+      error: `attempt ${i}`,
+      errorClass: 'Error',
+      stack: `Error: attempt ${i}\n${'    at somewhere (file.js:1:1)\n'.repeat(256)}`,
+    }));
+    const runAt = new Date(Date.now() - 1_000);
+    const rows = [0, 1, 2].map((i) =>
+      storedJobRow({
+        name: 'failing',
+        payload: { i },
+        status: 'pending',
+        runAt,
+        attemptCount: 60,
+        maxAttempts: 100,
+        attempts: history,
+        finishedAt: undefined,
+      }),
+    );
+    await rawJobs(dbName).insertMany(rows);
+    // A single claim whose answer is lost after it landed: read back by its lock id (the third read path).
+    const lost = proxy.interceptReply({
+      match: (command) => command.findAndModify === 'jobs' && command.query?.status === 'pending',
+      action: { lose: true },
+    });
+    const single = await claims.claimNext();
+    expect(lost.answered).toBe(1);
+    const batch = await claims.claimBatch(['failing'], 5, anyRoom);
+
+    expect(batch).toHaveLength(2);
+    const taken = [single, ...(batch ?? [])].filter((claim): claim is ClaimedJob => claim !== null);
+    expect(taken).toHaveLength(3);
+    for (const claim of taken) {
+      expect(claim.doc).not.toHaveProperty('attempts');
+      expect(claim.doc).toMatchObject({ status: 'running', attemptCount: 60, payload: { i: expect.any(Number) } });
+    }
+    // The run fails; its write appends the attempt to the history it never read, which keeps its last 50 entries.
+    await app.get(JobRunner).execute(taken[0]);
+    const after = await app.jobs.findById(taken[0].doc._id.toHexString());
+    expect(after?.attempts).toHaveLength(MAX_ATTEMPT_HISTORY);
+    expect(after?.attempts[0].error).toBe('attempt 1');
+    expect(after?.attempts.at(-1)).toMatchObject({ error: 'failed again', errorClass: 'Error' });
+    expect(after).toMatchObject({ status: 'pending', attemptCount: 61 });
   });
 
   it('takes the other rows of a batch when the server refuses one, and leaves that one to a single claim to set aside', async () => {
