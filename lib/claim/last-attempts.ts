@@ -4,6 +4,7 @@ import type { ClaimedJob } from '../model/claimed-job.js';
 import type { JobEvents } from '../model/events/job-events.js';
 import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import type { JobOutcomeStore } from '../persistence/job-outcome.store.js';
+import { HAND_BACK_WINDOW_MS } from './claims-in-doubt.js';
 import { sendOwnedWrite } from './owned-write.js';
 
 export interface LastAttemptsDeps {
@@ -20,18 +21,23 @@ export class LastAttempts {
 
   /**
    * False (and the row dead-lettered) when the reclaim's lost attempt was the job's last. The dead-letter is sent
-   * again through errors until the reclaim's lease ends or shutdown's hard bound (`sendOwnedWrite`): a row left
-   * under that lease would be reclaimed again and charged a second attempt for a claim that ran nothing (seed 404).
+   * again through errors until the hand-back window past the reclaim's lease, or shutdown's hard bound
+   * (`sendOwnedWrite`): a row left under that lock would be reclaimed again and charged a second attempt for a claim
+   * that ran nothing (seed 404). Past the lease too, like a late claim's hand-back: the write is owner-fenced, so it
+   * lands only while nobody else took the row (the long checker's seed 3703: a reclaim answered 1.1 s late, after its
+   * own lease, gave up at once, and the row was charged a second attempt of 1).
    */
   async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
     const { outcomes, retention, events, deadline, logger } = this.deps;
     const label = `Job ${doc._id.toHexString()} (${doc.name})`;
     const expiresAt = retention.expiresAt('dead', doc, at);
+    // Fixed now: a bound read again at each step would move with the clock once the lease is over.
+    const until = Math.max(doc.lockedUntil?.getTime() ?? 0, Date.now()) + HAND_BACK_WINDOW_MS;
     const written = await sendOwnedWrite(
       () => outcomes.deadLetter(doc._id, lockId, at, expiresAt),
       () => outcomes.finishedBy(doc._id, lockId),
-      doc.lockedUntil?.getTime() ?? 0,
+      until,
       deadline,
     );
     if (written) {
@@ -41,7 +47,8 @@ export class LastAttempts {
     } else if (written === undefined) {
       logger.warn(
         `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +
-          "before that reclaim's lease ended (or shutdown), or was refused for the document; it is reclaimed again",
+          "within the hand-back window past that reclaim's lease (or before shutdown), or was refused for the " +
+          'document; it is reclaimed again',
       );
     }
     // false: cancelled or taken over meanwhile; whoever did it decides.

@@ -249,6 +249,37 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
       }
     });
 
+    it('dead-letters a reclaimed job on its last attempt whose reclaim answered after its lease: one attempt charged', async () => {
+      // The long checker's seed 3703: the reclaim's answer came 1.1 s late, after the lease it wrote; the dead-letter
+      // was given up at once ("before that reclaim's lease ended"), and the row, left under that lock, was reclaimed
+      // again and charged a second LeaseExpired attempt (dead with 2 attempts of 1) for a claim that ran nothing.
+      const job = await app.jobs.enqueue('quick', { case: 'late reclaim' }, { maxAttempts: 1, delayMs: 60_000 });
+      const _id = new ObjectId(job.id);
+      const isReclaimOf = (command: Document) =>
+        command.findAndModify === 'jobs' && (command.query as Document | undefined)?.status === 'running';
+      const late = proxy.interceptReply({ match: isReclaimOf, action: { delayMs: 1_300 } });
+      // Its first dead-letter fails (a transient error), as a write sent into the checker's outage did: only a copy
+      // sent again lands it.
+      const isDeadLetterOf = (command: Document) =>
+        isStatusUpdate(command, 'jobs', 'dead') &&
+        String(((command.updates as Document[])[0].q as Document | undefined)?._id) === job.id;
+      const failed = proxy.answerWithError({ match: isDeadLetterOf, code: 91, codeName: 'ShutdownInProgress' });
+      try {
+        await raw.updateOne(
+          { _id },
+          { $set: { status: 'running', lockedBy: 'crashed#2', lockedUntil: new Date(Date.now() - 1_000) } },
+        );
+        const row = await finished(app, job.id);
+        expect([late.answered, failed.hits]).toEqual([1, 1]);
+        expect(row).toMatchObject({ status: 'dead', attemptCount: 1 });
+        expect(row?.attempts.map((attempt) => attempt.errorClass)).toEqual(['LeaseExpired']);
+        expect(calls.get(job.id)).toBeUndefined();
+      } finally {
+        late.remove();
+        failed.remove();
+      }
+    });
+
     it('emits completed for a completion whose answer was lost, and logs nothing about lost ownership', async () => {
       const job = await app.jobs.enqueue('quick', { case: 'lost completion reply' });
       const rule = proxy.interceptReply({ match: isCompletionOf(job.id), action: { lose: true } });
