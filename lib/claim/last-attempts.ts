@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { JobRetention } from '../handlers/job-retention.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
+import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobEvents } from '../model/events/job-events.js';
 import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import type { JobOutcomeStore } from '../persistence/job-outcome.store.js';
@@ -44,6 +45,12 @@ export class LastAttempts {
       const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
       events.emit('dead', about, doc.lastError ?? 'Lease expired');
       logger.warn(`${label} dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`);
+    } else if (written === false && Date.now() > (doc.lockedUntil?.getTime() ?? 0)) {
+      // Answered after its lease, and another worker reclaimed the row first (charging it for this claim): a lease
+      // lost like any other, recorded as one (`stale`, no handler call), as a late claim's hand-back does (seed 3705).
+      const jobId = doc._id.toHexString();
+      const lost = new LeaseLostError(jobId, lockId, 'taken-over');
+      events.emit('stale', { jobId, name: doc.name, attempt: doc.attemptCount + 1 }, lost.message);
     } else if (written === undefined) {
       logger.warn(
         `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +
@@ -51,7 +58,7 @@ export class LastAttempts {
           'document; it is reclaimed again',
       );
     }
-    // false: cancelled or taken over meanwhile; whoever did it decides.
+    // false: cancelled (within the lease, only a cancel takes the row) or taken over meanwhile; whoever did it decides.
     return false;
   }
 }

@@ -487,6 +487,46 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     }
   });
 
+  it('records the lost lease of a late reclaim on a last attempt whose row another worker took first (stale, no call)', async () => {
+    // The long checker's seed 3705: a reclaim of a job on its last attempt answered 1.6 s late, after its lease; another
+    // worker had reclaimed the row meanwhile (charging it for this claim) and dead-lettered it, and nothing recorded
+    // this claim's lost lease.
+    const { app, raw } = await startApp('late-reclaim-taken-over', { leaseMs: 1_000 });
+    const job = await app.jobs.enqueue(
+      'quick',
+      { case: 'late reclaim, taken over' },
+      { maxAttempts: 1, delayMs: 60_000 },
+    );
+    const isReclaim = (command: Document) =>
+      command.findAndModify === 'jobs' && (command.query as Document | undefined)?.status === 'running';
+    const late = proxy.interceptReply({ match: isReclaim, action: { delayMs: 2_500 } });
+    try {
+      await raw.updateOne(
+        {},
+        { $set: { status: 'running', lockedBy: 'crashed#3', lockedUntil: new Date(Date.now() - 1_000) } },
+      );
+      await waitFor(async () => (await raw.findOne({}))?.attemptCount === 1, 'the reclaim to land (its answer held)');
+      // Another worker's reclaim once this one's lease ran out, and its dead-letter: the row is no longer ours.
+      await waitFor(async () => ((await raw.findOne({}))?.lockedUntil as Date) < new Date(), 'the lease to run out');
+      await raw.updateOne(
+        { lockedBy: { $ne: 'elsewhere#2' } },
+        { $set: { status: 'dead', lockedBy: 'elsewhere#2' }, $inc: { attemptCount: 1 } },
+      );
+      await waitFor(() => late.answered === 1, 'the late answer');
+      await waitFor(
+        () => events.some((event) => event.jobId === job.id && event.type === 'stale'),
+        'the lost lease to be recorded',
+      );
+      expect(events.filter((event) => event.jobId === job.id && event.type === 'stale')).toEqual([
+        expect.objectContaining({ type: 'stale', attempt: 2 }),
+      ]);
+      expect(calls.get(job.id)).toBeUndefined();
+    } finally {
+      late.remove();
+      await app.close();
+    }
+  });
+
   it('keeps the rate token of a limited claim whose answer was lost and that ran after all', async () => {
     // The checker's long seed 100 (issue 24): the claim's answer was lost, its token was given back, the row was
     // read back and run, and a fifth start fitted into a window of four.
