@@ -121,6 +121,23 @@ export function pendingJobDoc(name: string, payload: unknown, at = new Date()): 
   } as unknown as JobDocument;
 }
 
+/**
+ * A pending row that already failed `attempts` times (kept in its history, each attempt with an 8 KB stack, the shape
+ * of a Node.js error's): `pendingJobDoc` when `attempts` is 0.
+ */
+export function retriedJobDoc(name: string, payload: unknown, attempts: number): JobDocument {
+  const doc = pendingJobDoc(name, payload);
+  if (attempts === 0) return doc;
+  const frames = '    at handler (/app/dist/jobs/handler.js:1:1)\n'.repeat(180);
+  const history = Array.from({ length: attempts }, (_, i) => ({
+    at: new Date(doc.createdAt.getTime() + i),
+    error: `attempt ${i + 1} failed`,
+    errorClass: 'Error',
+    stack: `Error: attempt ${i + 1} failed\n${frames}`,
+  }));
+  return { ...doc, attemptCount: attempts, maxAttempts: attempts + 5, attempts: history } as unknown as JobDocument;
+}
+
 /** Inserts `count` due pending rows in unordered batches (fast setup for deep queues). */
 export async function insertPendingJobs(collection: Collection, name: string, count: number): Promise<void> {
   const batchSize = 5_000;

@@ -36,6 +36,11 @@ export interface BenchConfig {
   throughputConcurrency: number;
   /** Interleaved rounds of the throughput scenario (raw, library, … in each round). */
   throughputRounds: number;
+  /**
+   * Attempts already in each throughput job's history (BENCH_THROUGHPUT_HISTORY, default 0: fresh jobs), each with an
+   * 8 KB stack: jobs that failed often, whose rows a claim need not read back whole.
+   */
+  throughputHistory: number;
   /** Rounds that also run Agenda (the first ones): it is the slowest, and only one target compares to it. */
   agendaRounds: number;
   renewal: RenewalConfig;
@@ -87,6 +92,7 @@ export function readConfig(serverKind: string): BenchConfig {
     throughputJobs: envInt('BENCH_THROUGHPUT_JOBS', quick ? 500 : javaServer ? 2_000 : 5_000),
     throughputConcurrency: envInt('BENCH_CONCURRENCY', 16),
     throughputRounds: envInt('BENCH_THROUGHPUT_ROUNDS', quick ? 3 : 9),
+    throughputHistory: envInt('BENCH_THROUGHPUT_HISTORY', 0),
     agendaRounds: envInt('BENCH_AGENDA_ROUNDS', quick ? 1 : 2),
     renewal: readRenewalConfig(quick),
     enqueueJobs: envInt('BENCH_ENQUEUE_JOBS', quick ? 200 : 1_000),

@@ -14,7 +14,7 @@ import {
   createBenchApp,
   createJobIndexes,
   dropDatabase,
-  pendingJobDoc,
+  retriedJobDoc,
 } from './bench-app';
 import { CpuMeter } from './cpu-meter';
 import { type BenchConfig, fmt, fmtInt, formatTable, log, medianOf, nowMs, withTimeout } from './helpers';
@@ -379,7 +379,8 @@ function summarize(
       verdict: m ? judge(bound, m.median, m.range) : 'not measured',
     };
   });
-  const sizes = `${config.throughputJobs} no-op jobs, one process, concurrency ${config.throughputConcurrency}`;
+  const history = config.throughputHistory > 0 ? `, each with ${config.throughputHistory} attempts in its history` : '';
+  const sizes = `${config.throughputJobs} no-op jobs${history}, one process, concurrency ${config.throughputConcurrency}`;
   const tables = [
     formatTable(
       `1. Throughput: ${sizes}, ${config.throughputRounds} interleaved rounds (median (min–max) over rounds)`,
@@ -443,8 +444,14 @@ async function libraryTrial(
     });
     const items = Array.from({ length: n }, (_, i) => ({ name: JOB, payload: { i } }));
     const t0 = nowMs();
-    // One bulk insert; the running worker is woken by it (and may start on the first rows on a real mongod).
-    await jobs.enqueueMany(items);
+    // One bulk insert; the running worker is woken by it (and may start on the first rows on a real mongod). Rows with
+    // a history are inserted as stored (an enqueue writes none); the worker's next poll finds them.
+    if (config.throughputHistory === 0) await jobs.enqueueMany(items);
+    else
+      await ctx.client
+        .db(dbName)
+        .collection('jobs')
+        .insertMany(items.map((item) => retriedJobDoc(JOB, item.payload, config.throughputHistory)) as never[]);
     const t1 = nowMs();
     const completedDuringEnqueue = completed;
     cpu.start();
@@ -488,7 +495,7 @@ async function rawTrial(
   const names = [JOB];
   try {
     await createJobIndexes(collection);
-    const docs = Array.from({ length: n }, (_, i) => pendingJobDoc(JOB, { i }));
+    const docs = Array.from({ length: n }, (_, i) => retriedJobDoc(JOB, { i }, config.throughputHistory));
     const t0 = nowMs();
     await collection.insertMany(docs as never[], { ordered: false });
     const t1 = nowMs();
