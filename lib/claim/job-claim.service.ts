@@ -242,6 +242,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     const limits = this.limited.get(name) as FleetLimits;
     for (const source of this.skips.startReclaimSearch(name) ? RECLAIM_FIRST : PENDING_ONLY) {
       for (let contended = 0; contended < LIMITED_CLAIM_TRIES; ) {
+        if (this.deadline.started) return null; // after the reclaim search or a contended try: nothing more is sent
         const at = now();
         const lockId = this.lockIds.next();
         const lockedUntil = addMs(at, this.options.leaseMs);

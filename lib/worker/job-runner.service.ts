@@ -11,14 +11,12 @@ import { whyNotRunnable } from '../claim/runnable-row.js';
 import { WorkArrived } from '../enqueue/work-arrived.js';
 import { JobExecution } from '../execution/job-execution.js';
 import { JobFinalizer } from '../execution/job-finalizer.service.js';
-import type { RowFate } from '../execution/row-fate.js';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
 import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { errorInfo } from '../model/error-info.js';
 import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
-import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import { type JobEventSubject, JobEvents } from '../model/events/job-events.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
 import { describeJobId } from '../model/job-id.js';
@@ -36,6 +34,7 @@ import type { RunningExecution } from './running-execution.js';
 import { shutDownSlots } from './shutdown-slots.js';
 import { describeShutdown } from './shutdown-summary.js';
 import { SlotReservation } from './slot-reservation.js';
+import { UnstartedClaims } from './unstarted-claims.js';
 import type { PollState, WorkerState } from './worker-state.js';
 
 /**
@@ -62,8 +61,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
-  /** Claims handed straight back during shutdown (they landed after it began): counted in its summary. */
-  private readonly shutdownHandBacks: { jobId: string; fate: RowFate }[] = [];
+  /** Claims handed back or set aside instead of started: shutdown waits for their writes. */
+  private readonly unstarted: UnstartedClaims;
   private readonly record = new PollRecord();
   /** The last burst ended with every slot full, work likely still due: the next one opens with a batch claim. */
   private backlog = false;
@@ -82,6 +81,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     feed: JobChangeFeed,
   ) {
     this.pacing = new PollPacing(options, feed, claims);
+    const logError = (what: string, error: unknown) => this.logError(what, error);
+    this.unstarted = new UnstartedClaims({ finalizer, events, telemetry, logger: this.logger, logError });
     workArrived.arrivals$.subscribe((runAt) => this.pacing.arrived(runAt));
     paused.changes$.subscribe((change) => change.type === 'resumed' && this.pacing.workMayBeDue());
   }
@@ -150,8 +151,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       const handler = this.startableHandler(claim.doc.name);
       if (typeof handler !== 'string') return await this.start(claim, handler, jobId);
       // Checked here, where the slot is taken synchronously: covers runNow and a claim racing another one too.
-      if (this.stopping) await this.handBack(claim, jobId);
-      else await this.releaseUnstarted(claim, jobId);
+      await this.unstarted.handBack(claim, jobId, this.stopping);
       return { kind: 'not_started', reason: handler };
     } catch (error) {
       return this.setAside(claim, jobId, `starting it failed: ${errorInfo(error).message}`);
@@ -253,9 +253,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   }
 
   private async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<ExecutionOutcome> {
-    await this.finalizer
-      .setAside(claim, jobId, reason)
-      .catch((error: unknown) => this.logError(`Setting aside job ${jobId}`, error));
+    await this.unstarted.setAside(claim, jobId, reason);
     return { kind: 'not_started', reason: `the row cannot run as stored: ${reason}` };
   }
 
@@ -339,36 +337,11 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     }
     if (this.stopping) {
       // Shutdown began while this claim was in flight: hand its jobs straight back rather than strand them.
-      await Promise.all(claims.map((claim) => this.handBack(claim, describeJobId(claim.doc?._id))));
+      await Promise.all(claims.map((claim) => this.unstarted.handBack(claim, describeJobId(claim.doc?._id), true)));
     } else {
       for (const claim of claims) void this.execute(claim); // each takes its slot synchronously
     }
     return { result: 'claimed', jobs: claims.length };
-  }
-
-  /** During shutdown: a claim that landed after it began goes straight back to `pending`, and its summary counts it. */
-  private async handBack(claim: ClaimedJob, jobId: string): Promise<void> {
-    const released = await this.releaseUnstarted(claim, jobId);
-    const fate: RowFate = released === undefined ? 'left' : released ? 'released' : 'not_ours';
-    if (released === undefined)
-      this.logger.warn(`Job ${jobId}: handing back a claim at shutdown got no answer in time`);
-    this.shutdownHandBacks.push({ jobId, fate });
-  }
-
-  /**
-   * Hands a claim this process will not start back to `pending`. False: its lease ran out (a late answer) and another
-   * worker reclaimed it with a `LeaseExpired` attempt: a lease lost like any other, recorded as one (`stale`, no
-   * handler call; the long checker's seed 556). Undefined: no answer in time.
-   */
-  private async releaseUnstarted(claim: ClaimedJob, jobId: string): Promise<boolean | undefined> {
-    const released = await this.finalizer.releaseUnstarted(claim);
-    if (released === false) {
-      const { doc, lockId } = claim;
-      const lost = new LeaseLostError(jobId, lockId, 'taken-over');
-      this.events.emit('stale', { jobId, name: doc.name, attempt: doc.attemptCount + 1 }, lost.message);
-      this.telemetry?.leaseLost(doc.name);
-    }
-    return released;
   }
 
   private async shutdown(): Promise<void> {
@@ -379,8 +352,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       this.deadline,
       this.logger,
     );
+    // Hand-backs sent before shutdown began, maybe retrying through errors: their rows must not be left running.
+    await this.unstarted.settled(this.deadline);
     const summary = describeShutdown({
-      fates: [...fates, ...this.shutdownHandBacks],
+      fates: [...fates, ...this.unstarted.shutdownHandBacks],
       unansweredClaims: this.claimSteps,
     });
     this.logger.log(`Worker ${this.options.workerId} stopped: ${summary}`);

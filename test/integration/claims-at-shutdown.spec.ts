@@ -1,11 +1,12 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { Injectable } from '@nestjs/common';
+import { MongoNetworkError } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { LimitedClaim } from '../../lib/claim/limited-claim';
 import { ShutdownDeadline } from '../../lib/model/shutdown-deadline';
-import { createJobsTestApp, type JobsTestApp } from '../support/jobs-app';
-import { uniqueDatabaseName } from '../support/test-database';
+import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 @Injectable()
 class Handlers {
@@ -14,6 +15,12 @@ class Handlers {
 
   @JobHandler('free')
   free(_payload: unknown, _ctx: JobExecutionContext) {}
+}
+
+@Injectable()
+class SoloOnly {
+  @JobHandler('solo', { globalConcurrency: 1 })
+  solo(_payload: unknown, _ctx: JobExecutionContext) {}
 }
 
 /**
@@ -68,5 +75,85 @@ describe('claims at shutdown', () => {
 
     expect(asked).toEqual(['solo']);
     expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending', attemptCount: 0 });
+  });
+
+  it("sends no pending take of a limited name once shutdown began during that name's reclaim search", async () => {
+    // Found by the test above on a loaded machine: when its step was due a reclaim search, the limited name searched
+    // for expired leases, shutdown began, and the step still sent the name's pending take.
+    const app = await createJobsTestApp({
+      dbName: uniqueDatabaseName('reclaim_at_shutdown'),
+      options: { worker: false },
+      providers: [SoloOnly],
+    });
+    apps.push(app);
+    const deadline = app.get(ShutdownDeadline);
+    const sources: string[] = [];
+    const limited = app.get(LimitedClaim);
+    const take = limited.take.bind(limited);
+    limited.take = async (request) => {
+      sources.push(request.source);
+      const result = await take(request);
+      deadline.start(); // shutdown begins while the first command of the step (its reclaim search) is answered
+      return result;
+    };
+    const job = await app.jobs.enqueue('solo', {});
+
+    // A name's first step searches for expired leases first.
+    expect(await app.get(JobClaimService).claimNext()).toBeNull();
+
+    expect(sources).toEqual(['running']);
+    expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending', attemptCount: 0 });
+  });
+
+  it('close() waits for the hand-back of a claim that will not start, sent before shutdown began', async () => {
+    // The long checker's seed 3806: a claim landed for a name paused meanwhile, and its hand-back to pending failed
+    // once; SIGTERM came then, close() returned 12 ms later without waiting for the hand-back's retry, and the row,
+    // left running, was reclaimed and charged an attempt that no handler ran (dead with 1 attempt of 1).
+    const dbName = uniqueDatabaseName('hand_back_at_shutdown');
+    const app = await createJobsTestApp({
+      dbName,
+      options: { pollIntervalMs: 50, claimBatchSize: 1, shutdownGraceMs: 200 },
+      providers: [Handlers],
+    });
+    const take = app.stores.claim.take.bind(app.stores.claim);
+    app.stores.claim.take = async (source, now, lockId, lockedUntil, scope, slots) => {
+      const taken = await take(source, now, lockId, lockedUntil, scope, slots);
+      // Paused while the claim was in flight: the runner hands the row back instead of starting it.
+      if (taken && source === 'pending' && scope.names.includes('free')) await app.jobs.pause('free');
+      return taken;
+    };
+    let closing: Promise<void> | undefined;
+    let failures = 0;
+    const release = app.stores.outcome.release.bind(app.stores.outcome);
+    app.stores.outcome.release = (id, lockId, at, logs) => {
+      if (failures < 3) {
+        failures += 1;
+        // Shutdown begins as the first copy fails: the copies after it are sent during shutdown.
+        closing ??= app.close();
+        return Promise.reject(new MongoNetworkError('injected: the hand-back did not reach the server'));
+      }
+      return release(id, lockId, at, logs);
+    };
+    const job = await app.jobs.enqueue('free', {});
+    const client = await connectTestClient({ maxPoolSize: 1 });
+    try {
+      await waitFor(() => closing !== undefined, 'the hand-back to fail once');
+      await closing;
+      expect(failures).toBe(3);
+      expect(await client.db(dbName).collection('jobs').findOne({})).toMatchObject({
+        _id: expect.anything(),
+        status: 'pending',
+        attemptCount: 0,
+      });
+      expect(
+        await client
+          .db(dbName)
+          .collection('jobs')
+          .findOne({ lockedBy: { $exists: true } }),
+      ).toBeNull();
+      expect(job.id).toBeTruthy();
+    } finally {
+      await client.close();
+    }
   });
 });
