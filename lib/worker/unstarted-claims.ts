@@ -63,7 +63,11 @@ export class UnstartedClaims {
       telemetry?.leaseLost(doc.name);
     }
     if (atShutdown) {
-      if (released === undefined) logger.warn(`Job ${jobId}: handing back a claim at shutdown got no answer in time`);
+      if (released === undefined)
+        logger.warn(
+          `Job ${jobId}: handing back a claim at shutdown (lock ${claim.lockId}) got no answer in time; the row is ` +
+            "reclaimed once its lease has run out, like a crashed worker's (a LeaseExpired attempt)",
+        );
       this.shutdownHandBacks.push({
         jobId,
         fate: released === undefined ? 'left' : released ? 'released' : 'not_ours',

@@ -230,6 +230,19 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check([...stranded, blackhole, answered(1_000)])).toEqual([
       '5: an attempt was charged for a claim that ran no handler',
     ]);
+    // Long seed 3905: the claim answered during shutdown and its hand-back got no answer (the worker cut off): the
+    // documented case too, with the same evidence; not for another lock, nor without trouble on its connection.
+    const handBack = (lock: string) => ({
+      t: 3_600,
+      p: 'w0.1',
+      type: 'log',
+      level: 'warn',
+      message: `Job j: handing back a claim at shutdown (lock ${lock}) got no answer in time; the row is reclaimed once its lease has run out, like a crashed worker's (a LeaseExpired attempt)`,
+    });
+    expect(check([...stranded, blackhole, handBack('w0.1#1')])).toEqual([]);
+    for (const other of [[blackhole, handBack('w0.1#10')], [handBack('w0.1#1')]]) {
+      expect(check([...stranded, ...other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
+    }
     for (const other of [
       [gaveUp('w0.1', 'w0.1#1')],
       [blackhole, gaveUp('w0.1', 'w0.1#10')],

@@ -527,7 +527,8 @@ const STALE_WINDOW_MS = 10_000;
  * the row `running` with no handler call under it, whose row then went on counting an attempt (reclaimed, or dead),
  * is allowed only when its worker was SIGKILLed or recorded that lease's loss (a `stale` event of that job and attempt:
  * a claim answered with its lease nearly gone, whose first renewal found the row reclaimed) or logged that it gave
- * up on that claim in doubt (cut off from the database for its lease and the hand-back window, the documented case);
+ * up on that claim in doubt, or on handing it back at shutdown (cut off from the database for its lease and the
+ * hand-back window, the documented case);
  * no job is dead with zero handler calls otherwise. The attempt is charged to the lock only when the count rose after it took the row.
  */
 function unbackedAttempts(
@@ -550,6 +551,14 @@ function unbackedAttempts(
   // a cut or a black hole). A worker that was not cut off, or a hand-back that missed a row still under its lock,
   // has no excuse.
   const claimGivenUp = (job: string, lock: string, held: HistoryLine) => {
+    // A claim answered during shutdown whose hand-back got no answer (its worker cut off): the same documented case.
+    const handBackUnanswered = lines.some(
+      (line) =>
+        line.type === 'log' &&
+        line.p === lock.slice(0, lock.lastIndexOf('#')) &&
+        String(line.message).includes(`handing back a claim at shutdown (lock ${lock}) got no answer in time`),
+    );
+    if (handBackUnanswered) return cutOffAround(job, lock, held.t, lines);
     const gaveUp = lines.find(
       (line) =>
         line.type === 'log' &&
