@@ -354,6 +354,7 @@ export class JobClaimService implements OnApplicationBootstrap {
    */
   private async takeNext(source: ClaimSource, names: string[]): Promise<ClaimedJob | null> {
     for (let setAside = 0; setAside < MAX_SET_ASIDE_PER_STEP; setAside += 1) {
+      if (this.deadline.started) return null; // after a read (the next due time, a refused row): nothing more is sent
       const at = now();
       const lockId = this.lockIds.next();
       const scope = this.scope(source, names);

@@ -6,6 +6,7 @@ import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { LimitedClaim } from '../../lib/claim/limited-claim';
 import { ShutdownDeadline } from '../../lib/model/shutdown-deadline';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 @Injectable()
@@ -13,6 +14,12 @@ class Handlers {
   @JobHandler('solo', { globalConcurrency: 1 })
   solo(_payload: unknown, _ctx: JobExecutionContext) {}
 
+  @JobHandler('free')
+  free(_payload: unknown, _ctx: JobExecutionContext) {}
+}
+
+@Injectable()
+class FreeOnly {
   @JobHandler('free')
   free(_payload: unknown, _ctx: JobExecutionContext) {}
 }
@@ -103,6 +110,48 @@ describe('claims at shutdown', () => {
 
     expect(sources).toEqual(['running']);
     expect(await app.jobs.findById(job.id)).toMatchObject({ status: 'pending', attemptCount: 0 });
+  });
+
+  it('sends no claim once shutdown began while a quiet worker read the next due time', async () => {
+    // The checker's quick seed 2427 (its planted triggers, on this library): an idle worker reads when its next job is
+    // due before claiming; shutdown began during that read, and the claim it then sent landed and was charged.
+    const dbName = uniqueDatabaseName('next_due_at_shutdown');
+    const app = await createJobsTestApp({ dbName, options: { worker: false }, providers: [FreeOnly] });
+    apps.push(app);
+    const claims = app.get(JobClaimService);
+    const deadline = app.get(ShutdownDeadline);
+    // Quiet: a claim found nothing (and read that nothing is pending).
+    expect(await claims.claimNext()).toBeNull();
+    // A due job stored by another process: no local arrival, so the quiet worker reads the next due time first.
+    const client = await connectTestClient({ maxPoolSize: 1 });
+    try {
+      await client
+        .db(dbName)
+        .collection('jobs')
+        .insertOne(storedJobRow({ name: 'free', status: 'pending', finishedAt: undefined }));
+    } finally {
+      await client.close();
+    }
+    const reads: string[] = [];
+    const earliest = app.stores.claim.earliestRunAt.bind(app.stores.claim);
+    app.stores.claim.earliestRunAt = async (scope) => {
+      const runAt = await earliest(scope);
+      reads.push(runAt === null ? 'none' : 'due');
+      deadline.start(); // shutdown begins while the read is answered
+      return runAt;
+    };
+    const take = app.stores.claim.take.bind(app.stores.claim);
+    const takes: string[] = [];
+    app.stores.claim.take = (source, ...rest) => {
+      takes.push(source);
+      return take(source, ...rest);
+    };
+
+    expect(await claims.claimNext()).toBeNull();
+
+    expect(reads).toContain('due');
+    expect(takes).toEqual([]);
+    expect(await app.jobs.stats()).toMatchObject({ pending: 1, running: 0 });
   });
 
   it('close() waits for the hand-back of a claim that will not start, sent before shutdown began', async () => {
