@@ -95,6 +95,8 @@ interface WorkerSlot {
   generation: number;
   /** Being stopped or started: no other process fault may pick it meanwhile (it would start a second process). */
   busy: boolean;
+  /** A slow server for this slot (a trigger's `slow`): until when, and how late each data command is answered. */
+  slow?: { until: number; delayMs: number };
 }
 
 /**
@@ -261,6 +263,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       if (step.own === 'cut') slot?.proxy?.cutAll();
       if (step.own === 'outage') slot?.proxy?.blackhole(plan.outageMs);
       if (step.own === 'flap') void flap(slot?.proxy, plan.flap ?? []);
+      if (step.own === 'slow' && slot?.proxy && plan.slow) {
+        slot.slow = { until: Date.now() + plan.slow.forMs, delayMs: plan.slow.delayMs };
+      }
       if ((step.own === 'SIGTERM' || step.own === 'SIGKILL') && slot?.process?.id === call.process) {
         stopAndRestart(slot, step.own, 300);
       }
@@ -330,7 +335,14 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
             break;
           }
         }
-        if (!armed || !keyed) return planned(command);
+        if (!armed || !keyed) {
+          // A slow server: every command on a collection answered late (the monitor's heartbeats name none).
+          const slow = slot.slow;
+          if (slow && Date.now() < slow.until && command.collection !== undefined) {
+            return { type: 'delay', ms: slow.delayMs };
+          }
+          return planned(command);
+        }
         history.record({
           type: 'trigger-fired',
           trigger: armed.id,

@@ -92,6 +92,8 @@ describe('generative fault checker: state-keyed triggers', () => {
       'outage+SIGTERM',
       'flap+SIGTERM',
       'SIGTERM+flap',
+      'slow+SIGTERM',
+      'SIGTERM+slow',
       'SIGKILL',
     ];
     for (const sequence of sequences) expect(labels).toContain(`planted:${sequence}`);
@@ -114,6 +116,11 @@ describe('generative fault checker: state-keyed triggers', () => {
       for (const gap of plan.gapsMs ?? []) expect(gap).toBeLessThanOrEqual(2 * context.leaseMs);
       expect(plan.siblings).toBeGreaterThanOrEqual(1);
       expect(plan.siblings).toBeLessThanOrEqual(3);
+      // A slow server: each data command answered one lease to 2.7 leases late, for 3 to 6 leases.
+      expect(plan.slow?.delayMs).toBeGreaterThanOrEqual(context.leaseMs);
+      expect(plan.slow?.delayMs).toBeLessThanOrEqual(context.leaseMs * 2.7);
+      expect(plan.slow?.forMs).toBeGreaterThanOrEqual(context.leaseMs * 3);
+      expect(plan.slow?.forMs).toBeLessThanOrEqual(context.leaseMs * 6);
       // A flapping outage: holes and gaps alternately, at least as long as the outage drawn.
       const flap = plan.flap ?? [];
       expect(flap.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(plan.outageMs);

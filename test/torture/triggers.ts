@@ -20,8 +20,9 @@ import type { Prng } from './prng';
  *   the driver enqueues a job of a drawn name (and group) whose handler keeps running (one that ignores its signal,
  *   one that takes long to wind down, a slow one), longer than a lease; its start fires the trigger, which then
  *   cancels it and enqueues one to three siblings of its name and group, due now (or retries it, or purges it),
- *   maybe in an outage of its worker (its renewals stall); or stops its worker in an outage, or in a flapping one
- *   (black holes on and off); each action a drawn pause after the one before (none between two operations).
+ *   maybe in an outage of its worker (its renewals stall); or stops its worker in an outage, in a flapping one
+ *   (black holes on and off), or while its server is slow (every command on a collection answered seconds late,
+ *   the heartbeats on time); each action a drawn pause after the one before (none between two operations).
  *
  * Nothing here knows a bug: the kinds, targets and actions are drawn with fixed weights from the seed; the runner
  * draws every part of a trigger when it arms it, so the plan does not depend on timing.
@@ -36,10 +37,11 @@ export type TriggerAction =
   | 'SIGKILL'
   | 'cut'
   | 'outage'
-  | 'flap';
+  | 'flap'
+  | 'slow';
 
 /** The actions the runner takes itself (the others are operations the driver performs). */
-export const RUNNER_ACTIONS: readonly TriggerAction[] = ['SIGTERM', 'SIGKILL', 'cut', 'outage', 'flap'];
+export const RUNNER_ACTIONS: readonly TriggerAction[] = ['SIGTERM', 'SIGKILL', 'cut', 'outage', 'flap', 'slow'];
 
 /** A job a trigger enqueues itself as it is armed, and whose start it waits for. */
 export interface PlantedJob {
@@ -85,6 +87,11 @@ export type TriggerPlan =
       gapsMs?: number[];
       /** For `flap`: black holes on and off, alternately (on, off, on…), in ms. */
       flap?: number[];
+      /**
+       * For `slow`: a slow server. For `forMs`, every command that names a collection (the jobs', the presence's) is
+       * answered `delayMs` late; the driver's heartbeats (which name none) are answered on time, so it sees the server up.
+       */
+      slow?: { delayMs: number; forMs: number };
     };
 
 /** What the draw needs to know of the run. */
@@ -158,8 +165,10 @@ const PLANTED_SEQUENCES: [TriggerAction[], number][] = [
   [['outage', 'cancel', 'retry'], 1],
   [['cancel', 'purge-cancelled', 'enqueue-sibling'], 1],
   [['outage', 'SIGTERM'], 1],
-  [['flap', 'SIGTERM'], 2],
+  [['flap', 'SIGTERM'], 1],
   [['SIGTERM', 'flap'], 1],
+  [['slow', 'SIGTERM'], 2],
+  [['SIGTERM', 'slow'], 1],
   [['SIGKILL'], 1],
 ];
 
@@ -198,6 +207,7 @@ export function drawPlantedTrigger(random: Prng, context: TriggerContext): Trigg
     flap.push(ms);
     total += ms;
   }
+  const slow = { delayMs: random.int(lease, Math.floor(lease * 2.7)), forMs: random.int(lease * 3, lease * 6) };
   return {
     on: 'call-start',
     name,
@@ -209,6 +219,7 @@ export function drawPlantedTrigger(random: Prng, context: TriggerContext): Trigg
     outageMs,
     gapsMs,
     flap,
+    slow,
     priority: PLANTED_PRIORITY,
     plant: { name, ...(group !== undefined && { group }), payload },
   };
