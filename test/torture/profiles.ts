@@ -87,7 +87,7 @@ const COMMON = {
   triggerEveryMs: 400,
   triggerArmedMs: 2_500,
   plantedAtOnce: 1,
-  plantEveryMs: 1_500,
+  plantEveryMs: 1_000,
   plantArmedMs: 5_000,
   weights: { enqueue: 10, enqueueMany: 2, cancel: 2, retry: 2, runNow: 1, purge: 1, drain: 1, pause: 1, resume: 2 },
 } as const;

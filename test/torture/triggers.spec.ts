@@ -113,7 +113,7 @@ describe('generative fault checker: state-keyed triggers', () => {
       expect(payload.ignore === true).toBe(payload.shape === 'ignoring');
       expect(payload.settleMs !== undefined).toBe(payload.shape === 'lateSettling');
       expect(plan.gapsMs).toHaveLength(plan.actions.length - 1);
-      for (const gap of plan.gapsMs ?? []) expect(gap).toBeLessThanOrEqual(2 * context.leaseMs);
+      for (const gap of plan.gapsMs ?? []) expect(gap).toBeLessThanOrEqual(context.leaseMs);
       expect(plan.siblings).toBeGreaterThanOrEqual(1);
       expect(plan.siblings).toBeLessThanOrEqual(3);
       // A slow server: each data command answered one lease to 2.7 leases late, for 3 to 6 leases.

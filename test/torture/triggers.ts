@@ -160,7 +160,7 @@ export function drawTrigger(random: Prng, context: TriggerContext): TriggerPlan 
 /** The actions of a planted trigger, with their weights. */
 const PLANTED_SEQUENCES: [TriggerAction[], number][] = [
   [['cancel', 'enqueue-sibling'], 3],
-  [['outage', 'cancel', 'enqueue-sibling'], 2],
+  [['outage', 'cancel', 'enqueue-sibling'], 3],
   [['cancel', 'retry'], 2],
   [['outage', 'cancel', 'retry'], 1],
   [['cancel', 'purge-cancelled', 'enqueue-sibling'], 1],
@@ -195,7 +195,7 @@ export function drawPlantedTrigger(random: Prng, context: TriggerContext): Trigg
     ...(group !== undefined && { group }),
   };
   const actions = pickSequence(random, PLANTED_SEQUENCES);
-  const gapsMs = actions.slice(1).map(() => random.int(0, 2 * lease));
+  const gapsMs = actions.slice(1).map(() => random.int(0, lease));
   const siblings = random.int(1, 3);
   const sibling = random.chance(0.4)
     ? { shape: 'quick' as const, ms: random.int(0, 60) }
