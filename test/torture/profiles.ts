@@ -37,6 +37,13 @@ export interface TortureProfile {
   triggerArmedMs: number;
   /** How many triggers may be armed at once (each from its own generator). */
   triggersAtOnce: number;
+  /**
+   * Planted triggers (which enqueue the job they wait for): how many books of them arm at once, the mean pause between
+   * one done (or expired) and the next, and how long one waits for its job's start.
+   */
+  plantedAtOnce: number;
+  plantEveryMs: number;
+  plantArmedMs: number;
   /** Chance that one command of each kind is faulted. */
   commandFaultRates: Partial<Record<CommandKind, number>>;
   /** Options of every process's `JobsModule.forRoot`. */
@@ -79,6 +86,8 @@ const COMMON = {
   timerToleranceMs: 300,
   triggerEveryMs: 400,
   triggerArmedMs: 2_500,
+  plantEveryMs: 1_000,
+  plantArmedMs: 5_000,
   weights: { enqueue: 10, enqueueMany: 2, cancel: 2, retry: 2, runNow: 1, purge: 1, drain: 1, pause: 1, resume: 2 },
 } as const;
 
@@ -93,6 +102,7 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     opIntervalMs: 100,
     maxInFlight: 4,
     triggersAtOnce: 2,
+    plantedAtOnce: 1,
     processFaultEveryMs: 4_000,
     proxyFaultEveryMs: 3_000,
     commandFaultRates: { claim: 0.05, renewal: 0.05, outcome: 0.05, enqueue: 0.02, read: 0.02, delete: 0.05 },
@@ -108,6 +118,7 @@ export const PROFILES: Record<TortureProfile['name'], TortureProfile> = {
     opIntervalMs: 50,
     maxInFlight: 6,
     triggersAtOnce: 3,
+    plantedAtOnce: 2,
     processFaultEveryMs: 5_000,
     proxyFaultEveryMs: 4_000,
     commandFaultRates: { claim: 0.04, renewal: 0.04, outcome: 0.04, enqueue: 0.02, read: 0.02, delete: 0.05 },

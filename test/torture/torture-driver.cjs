@@ -158,10 +158,14 @@ function runDriver(jobs, record, config) {
     retry: ({ job }) => ['retry', { id: job }, () => jobs.retry(job)],
     runNow: ({ job }) => ['runNow', { id: job }, () => jobs.runNow(job)],
     'purge-cancelled': () => ['purge', { status: 'cancelled' }, () => jobs.purge({ status: 'cancelled' })],
-    'enqueue-sibling': ({ name, group, sibling }) => {
+    'enqueue-sibling': ({ name, group, sibling, siblings = 1, priority }) => {
       const payload = { ...sibling, ...(group && { group }) };
-      const options = group ? { group } : {};
-      return ['enqueue', { name, options, shape: sibling.shape }, () => jobs.enqueue(name, payload, options)];
+      const options = { ...(group && { group }), ...(priority !== undefined && { priority }) };
+      if (siblings === 1) {
+        return ['enqueue', { name, options, shape: sibling.shape }, () => jobs.enqueue(name, payload, options)];
+      }
+      const items = Array.from({ length: siblings }, () => ({ name, payload, options }));
+      return ['enqueueMany', { names: items.map((item) => item.name) }, () => jobs.enqueueMany(items)];
     },
   };
   const trigger = (message) => {
@@ -176,6 +180,17 @@ function runDriver(jobs, record, config) {
     );
   };
 
+  /** A planted trigger's job (test/torture/triggers.ts): enqueued as the runner arms the trigger, due now. */
+  const plant = ({ id, name, group, payload, priority }) => {
+    if (stopped) return;
+    const options = { ...(group && { group }), ...(priority !== undefined && { priority }) };
+    track(
+      execute('enqueue', { name, options, shape: payload.shape, trigger: id }, () =>
+        jobs.enqueue(name, payload, options),
+      ),
+    );
+  };
+
   const loop = (async () => {
     while (!stopped) {
       if (inFlight.size < config.maxInFlight) perform();
@@ -185,6 +200,7 @@ function runDriver(jobs, record, config) {
 
   return {
     trigger,
+    plant,
     stop: async () => {
       stopped = true;
       await loop;

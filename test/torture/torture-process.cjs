@@ -88,7 +88,14 @@ async function work(name, payload, ctx) {
   // on a closed channel fails quietly instead of emitting an error.
   if (process.connected) {
     process.send(
-      { type: 'call-start', job: ctx.jobId, name, group: payload.group ?? null, shape: payload.shape },
+      {
+        type: 'call-start',
+        job: ctx.jobId,
+        name,
+        group: payload.group ?? null,
+        shape: payload.shape,
+        plant: payload.plant,
+      },
       () => undefined,
     );
   }
@@ -223,6 +230,7 @@ async function main() {
     process.on('message', (message) => {
       if (message?.type === 'stop') void done.stop().then(() => stop(0));
       if (message?.type === 'trigger') done.trigger(message);
+      if (message?.type === 'plant') done.plant(message);
     });
   }
   process.stdout.write('READY\n');

@@ -19,10 +19,11 @@ import {
   type CallStarted,
   callMatches,
   commandMatch,
+  drawPlantedTrigger,
   drawTrigger,
-  RUNNER_ACTIONS,
   triggerDone,
   triggerLabel,
+  triggerSteps,
 } from './triggers';
 
 const PROCESS_SCRIPT = resolve('test/torture/torture-process.cjs');
@@ -94,6 +95,8 @@ interface WorkerSlot {
   generation: number;
   /** Being stopped or started: no other process fault may pick it meanwhile (it would start a second process). */
   busy: boolean;
+  /** A slow server for this slot (a trigger's `slow`): until when, and how late each data command is answered. */
+  slow?: { until: number; delayMs: number };
 }
 
 /**
@@ -121,8 +124,13 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   const stopping = new Set<ChaosWorker>();
   const spawned = new Set<ChaosWorker>();
   const features = { ...detectFeatures(options.packagePath ?? resolve('dist')), ...options.features };
-  // A few trigger books side by side, each arming one trigger at a time from its own generator.
-  const books = Array.from({ length: profile.triggersAtOnce }, () => new TriggerBook(history));
+  // A few trigger books side by side, each arming one trigger at a time from its own generator; the planted ones
+  // (which enqueue the job they wait for) first, so that a planted job's start fires its own trigger.
+  const planted = Array.from(
+    { length: profile.plantedAtOnce },
+    () => new TriggerBook(history, (armed) => plant(armed)),
+  );
+  const books = [...planted, ...Array.from({ length: profile.triggersAtOnce }, () => new TriggerBook(history))];
   const armedNow = () => books.flatMap((book) => (book.current ? [book.current] : []));
   const restarts: Promise<void>[] = [];
   let faultsOn = false;
@@ -211,9 +219,71 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     return true;
   };
 
+  /** A planted trigger was armed: the driver enqueues its job, marked with the trigger's id. */
+  const plant = (armed: ArmedTrigger) => {
+    const { plan } = armed;
+    const job = plan.on === 'call-start' ? plan.plant : undefined;
+    if (plan.on !== 'call-start' || !job || !faultsOn) return;
+    driver?.child.send(
+      {
+        type: 'plant',
+        id: armed.id,
+        ...job,
+        priority: plan.priority,
+        payload: { ...job.payload, plant: armed.id },
+      },
+      () => undefined,
+    );
+  };
+
+  /** A fired `call-start` trigger's steps (`triggerSteps`): the runner takes its own actions, the driver the others. */
+  const takeActions = async (armed: ArmedTrigger, call: CallStarted, slot: WorkerSlot | undefined) => {
+    const { plan } = armed;
+    if (plan.on !== 'call-start') return;
+    for (const step of triggerSteps(plan)) {
+      if (step.gapMs > 0) await sleep(step.gapMs);
+      if (!faultsOn) return;
+      if ('operations' in step) {
+        driver?.child.send(
+          {
+            type: 'trigger',
+            id: armed.id,
+            actions: step.operations,
+            job: call.job,
+            name: call.name,
+            group: call.group,
+            sibling: plan.sibling,
+            siblings: plan.siblings ?? 1,
+            priority: plan.priority,
+          },
+          () => undefined,
+        );
+        continue;
+      }
+      if (step.own === 'cut') slot?.proxy?.cutAll();
+      if (step.own === 'outage') slot?.proxy?.blackhole(plan.outageMs);
+      if (step.own === 'flap') void flap(slot?.proxy, plan.flap ?? []);
+      if (step.own === 'slow' && slot?.proxy && plan.slow) {
+        slot.slow = { until: Date.now() + plan.slow.forMs, delayMs: plan.slow.delayMs };
+      }
+      if ((step.own === 'SIGTERM' || step.own === 'SIGKILL') && slot?.process?.id === call.process) {
+        stopAndRestart(slot, step.own, 300);
+      }
+    }
+  };
+
+  /** A flapping outage: black holes on and off, alternately, while faults are on. */
+  const flap = async (proxy: FaultProxy | undefined, pulses: number[]) => {
+    for (const [index, ms] of pulses.entries()) {
+      if (!faultsOn || !proxy) return;
+      if (index % 2 === 0) proxy.blackhole(ms);
+      await sleep(ms);
+    }
+  };
+
   /** A handler started: a `call-start` trigger armed for it fires (after its pause). */
   const onCallStart = (call: CallStarted) => {
-    const armed = armedNow().find((trigger) => !trigger.fired && callMatches(trigger.plan, call));
+    const armed = armedNow().find((trigger) => !trigger.fired && callMatches(trigger.plan, call, trigger.id));
     if (armed?.plan.on !== 'call-start') return;
     armed.fired = true;
     const plan = armed.plan;
@@ -226,29 +296,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     });
     const slot = slots[Number(/^w(\d+)\./.exec(call.process)?.[1])];
     setTimeout(() => {
-      if (!faultsOn) return;
-      // The runner's own actions first, in order (an outage, then a stop in it); the operations go to the driver.
-      for (const action of plan.actions.filter((action) => RUNNER_ACTIONS.includes(action))) {
-        if (action === 'cut') slot?.proxy?.cutAll();
-        if (action === 'outage') slot?.proxy?.blackhole(plan.outageMs);
-        if ((action === 'SIGTERM' || action === 'SIGKILL') && slot?.process?.id === call.process) {
-          stopAndRestart(slot, action, 300);
-        }
-      }
-      const operations = plan.actions.filter((action) => !RUNNER_ACTIONS.includes(action));
-      if (operations.length === 0) return;
-      driver?.child.send(
-        {
-          type: 'trigger',
-          id: armed.id,
-          actions: operations,
-          job: call.job,
-          name: call.name,
-          group: call.group,
-          sibling: plan.sibling,
-        },
-        () => undefined,
-      );
+      if (faultsOn) void takeActions(armed, call, slot);
     }, plan.afterMs);
   };
 
@@ -287,7 +335,14 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
             break;
           }
         }
-        if (!armed || !keyed) return planned(command);
+        if (!armed || !keyed) {
+          // A slow server: every command on a collection answered late (the monitor's heartbeats name none).
+          const slow = slot.slow;
+          if (slow && Date.now() < slow.until && command.collection !== undefined) {
+            return { type: 'delay', ms: slow.delayMs };
+          }
+          return planned(command);
+        }
         history.record({
           type: 'trigger-fired',
           trigger: armed.id,
@@ -311,14 +366,25 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     await Promise.all([
       processFaults(random, profile, slots, faultsUntil, stopAndRestart),
       proxyFaults(createPrng(options.seed * 17 + 5), profile, slots, faultsUntil),
-      ...books.map((book, index) =>
-        armTriggers(createPrng(options.seed * 13 + 7 + index * 1_000_003), profile, book, faultsUntil, {
+      ...books.map((book, index) => {
+        const context = {
           proxied: profile.proxied,
           names: WORKLOAD_NAMES.map(({ name }) => name),
+          grouped: WORKLOAD_NAMES.filter(({ grouped }) => grouped).map(({ name }) => name),
+          groups: GROUPS,
           leaseMs: profile.jobs.leaseMs as number,
           codes,
-        }),
-      ),
+        };
+        // The planted books draw from generators of their own: the other books' draws stay what they were.
+        const plantedBook = index < planted.length;
+        const seed = plantedBook
+          ? options.seed * 19 + 11 + index * 1_000_003
+          : options.seed * 13 + 7 + (index - planted.length) * 1_000_003;
+        const pace = plantedBook
+          ? { everyMs: profile.plantEveryMs, armedMs: profile.plantArmedMs, draw: drawPlantedTrigger }
+          : { everyMs: profile.triggerEveryMs, armedMs: profile.triggerArmedMs, draw: drawTrigger };
+        return armTriggers(createPrng(seed), pace, book, faultsUntil, context);
+      }),
     ]);
     faultsOn = false;
     await Promise.all(restarts);
@@ -441,7 +507,11 @@ class TriggerBook {
   private static nextId = 0;
   current: ArmedTrigger | undefined;
 
-  constructor(private readonly history: HistoryWriter) {}
+  /** `onArm` is told of each trigger as it is armed (a planted trigger's job is enqueued then). */
+  constructor(
+    private readonly history: HistoryWriter,
+    private readonly onArm?: (armed: ArmedTrigger) => void,
+  ) {}
 
   arm(plan: ArmedTrigger['plan'], forMs: number): ArmedTrigger {
     TriggerBook.nextId += 1;
@@ -449,6 +519,7 @@ class TriggerBook {
     const now = Date.now();
     this.current = { id, plan, armedAt: now, expiresAt: now + forMs, used: 0, fired: false };
     this.history.record({ type: 'trigger-armed', trigger: id, label: triggerLabel(plan), plan });
+    this.onArm?.(this.current);
     return this.current;
   }
 
@@ -461,20 +532,20 @@ class TriggerBook {
 
 /**
  * Until `until`: state-keyed triggers (test/torture/triggers.ts), drawn from their own generator and armed one at a
- * time; each waits for its state (a command through a proxy, a handler start) up to `triggerArmedMs`, then, done or
- * expired, the next is armed after a pause around `triggerEveryMs`.
+ * time; each waits for its state (a command through a proxy, a handler start) up to `armedMs`, then, done or
+ * expired, the next is armed after a pause around `everyMs`.
  */
 async function armTriggers(
   random: Prng,
-  profile: TortureProfile,
+  pace: { everyMs: number; armedMs: number; draw: typeof drawTrigger },
   triggers: TriggerBook,
   until: number,
   context: Parameters<typeof drawTrigger>[1],
 ): Promise<void> {
   for (;;) {
-    await sleep(around(random, profile.triggerEveryMs));
+    await sleep(around(random, pace.everyMs));
     if (Date.now() >= until) break;
-    const armed = triggers.arm(drawTrigger(random, context), profile.triggerArmedMs);
+    const armed = triggers.arm(pace.draw(random, context), pace.armedMs);
     while (Date.now() < Math.min(armed.expiresAt, until) && !triggerDone(armed)) await sleep(20);
     triggers.disarm();
   }

@@ -9,10 +9,12 @@ import {
   type ArmedTrigger,
   callMatches,
   commandMatch,
+  drawPlantedTrigger,
   drawTrigger,
   type TriggerPlan,
   triggerDone,
   triggerLabel,
+  triggerSteps,
 } from './triggers';
 
 /** The state-keyed triggers on fake inputs: drawn from the seed alone, matched and used up as documented. */
@@ -20,6 +22,8 @@ describe('generative fault checker: state-keyed triggers', () => {
   const context = {
     proxied: 2,
     names: ['t.plain', 't.group'],
+    grouped: ['t.group'],
+    groups: ['g1', 'g2'],
     leaseMs: 1_500,
     codes: { transient: [91], document: [2], unlisted: [11601] },
   };
@@ -63,6 +67,105 @@ describe('generative fault checker: state-keyed triggers', () => {
         if (plan.name !== undefined) expect(context.names).toContain(plan.name);
       }
     }
+  });
+
+  it('the draws of unplanted triggers did not change (a seed keeps the plan it had before planted triggers)', () => {
+    const random = createPrng(201 * 13 + 7);
+    const labels = Array.from({ length: 8 }, () => triggerLabel(drawTrigger(random, context)));
+    expect(labels).toEqual(UNPLANTED_LABELS_OF_SEED_201);
+  });
+
+  it('a planted trigger: drawn from the seed alone, its job keeps running past a lease, every sequence drawn', () => {
+    const draw = (seed: number) => {
+      const random = createPrng(seed);
+      return Array.from({ length: 300 }, () => drawPlantedTrigger(random, context));
+    };
+    expect(draw(11)).toEqual(draw(11));
+    expect(draw(11)).not.toEqual(draw(12));
+    const labels = new Set(draw(11).map(triggerLabel));
+    const sequences = [
+      'cancel+enqueue-sibling',
+      'outage+cancel+enqueue-sibling',
+      'cancel+retry',
+      'outage+cancel+retry',
+      'cancel+purge-cancelled+enqueue-sibling',
+      'outage+SIGTERM',
+      'flap+SIGTERM',
+      'SIGTERM+flap',
+      'slow+SIGTERM',
+      'SIGTERM+slow',
+      'SIGKILL',
+    ];
+    for (const sequence of sequences) expect(labels).toContain(`planted:${sequence}`);
+    const shapes = new Set<unknown>();
+    for (const plan of draw(11)) {
+      if (plan.on !== 'call-start' || !plan.plant) throw new Error('a planted trigger waits for a handler start');
+      const { name, group, payload } = plan.plant;
+      expect(plan.name).toBe(name);
+      expect(context.names).toContain(name);
+      // A grouped name's job carries a group, in the payload too (the handler reports it); another name's none.
+      if (name === 't.group') expect(context.groups).toContain(group);
+      else expect(group).toBeUndefined();
+      expect(payload.group).toBe(group);
+      shapes.add(payload.shape);
+      expect(payload.ms).toBeGreaterThanOrEqual(context.leaseMs * 1.5);
+      expect(payload.ms).toBeLessThanOrEqual(context.leaseMs * 2.5);
+      expect(payload.ignore === true).toBe(payload.shape === 'ignoring');
+      expect(payload.settleMs !== undefined).toBe(payload.shape === 'lateSettling');
+      expect(plan.gapsMs).toHaveLength(plan.actions.length - 1);
+      for (const gap of plan.gapsMs ?? []) expect(gap).toBeLessThanOrEqual(context.leaseMs);
+      expect(plan.siblings).toBeGreaterThanOrEqual(1);
+      expect(plan.siblings).toBeLessThanOrEqual(3);
+      // A slow server: each data command answered one lease to 2.7 leases late, for 3 to 6 leases.
+      expect(plan.slow?.delayMs).toBeGreaterThanOrEqual(context.leaseMs);
+      expect(plan.slow?.delayMs).toBeLessThanOrEqual(context.leaseMs * 2.7);
+      expect(plan.slow?.forMs).toBeGreaterThanOrEqual(context.leaseMs * 3);
+      expect(plan.slow?.forMs).toBeLessThanOrEqual(context.leaseMs * 6);
+      // A flapping outage: holes and gaps alternately, at least as long as the outage drawn.
+      const flap = plan.flap ?? [];
+      expect(flap.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(plan.outageMs);
+      flap.forEach((ms, i) => {
+        if (i % 2 === 0) expect(ms).toBeGreaterThanOrEqual(context.leaseMs * 0.6);
+        else expect(ms).toBeLessThanOrEqual(context.leaseMs / 2);
+      });
+    }
+    expect(shapes).toEqual(new Set(['ignoring', 'lateSettling', 'slow']));
+  });
+
+  it('a planted trigger fires only for the job it planted (marked with its id), in a worker', () => {
+    const random = createPrng(5);
+    const plan = drawPlantedTrigger(random, context);
+    if (plan.on !== 'call-start') throw new Error('a planted trigger waits for a handler start');
+    const call = { process: 'w0.1', job: 'j', name: plan.name as string, group: null, shape: plan.shape, plant: 9 };
+    expect(callMatches(plan, call, 9)).toBe(true);
+    expect(callMatches(plan, { ...call, plant: 8 }, 9)).toBe(false); // another trigger's job
+    expect(callMatches(plan, { ...call, plant: undefined }, 9)).toBe(false); // a job nobody planted
+    expect(callMatches(plan, call)).toBe(false); // no id to match
+    expect(callMatches(plan, { ...call, process: 'driver' }, 9)).toBe(false);
+    // An unplanted trigger ignores the mark: a planted job may fire it like any other.
+    const { plant: _, ...unplanted } = plan;
+    expect(callMatches(unplanted, call, 3)).toBe(true);
+  });
+
+  it("a fired trigger's steps: the runner's actions one by one, consecutive operations together, gaps between", () => {
+    const base = { on: 'call-start' as const, afterMs: 0, sibling: { shape: 'quick' as const, ms: 1 }, outageMs: 1 };
+    // An outage, the cancel 700 ms into it, the sibling right after the cancel (no gap between two operations).
+    expect(triggerSteps({ ...base, actions: ['outage', 'cancel', 'enqueue-sibling'], gapsMs: [700, 900] })).toEqual([
+      { gapMs: 0, own: 'outage' },
+      { gapMs: 700, operations: ['cancel', 'enqueue-sibling'] },
+    ]);
+    expect(triggerSteps({ ...base, actions: ['SIGTERM', 'flap'], gapsMs: [450] })).toEqual([
+      { gapMs: 0, own: 'SIGTERM' },
+      { gapMs: 450, own: 'flap' },
+    ]);
+    // Unplanted triggers draw no gaps: their actions come at once, as before.
+    expect(triggerSteps({ ...base, actions: ['outage', 'SIGTERM'] })).toEqual([
+      { gapMs: 0, own: 'outage' },
+      { gapMs: 0, own: 'SIGTERM' },
+    ]);
+    expect(triggerSteps({ ...base, actions: ['cancel', 'purge-cancelled', 'enqueue-sibling'] })).toEqual([
+      { gapMs: 0, operations: ['cancel', 'purge-cancelled', 'enqueue-sibling'] },
+    ]);
   });
 
   it('with no proxied worker, only handler-start triggers are drawn', () => {
@@ -144,3 +247,15 @@ describe('generative fault checker: the features of the build under test', () =>
     expect(detectFeatures(resolve('dist'))).toEqual({ throttle: true, debounce: true, pause: true });
   });
 });
+
+/** The first unplanted triggers of long seed 201's first book, as drawn before planted triggers were added. */
+const UNPLANTED_LABELS_OF_SEED_201 = [
+  'command:claim:delay',
+  'command:claim:error-reply',
+  'command:outcome:lose-reply',
+  'call-start:cancel+retry',
+  'call-start:retry',
+  'command:claim:delay+error-reply+error-reply',
+  'command:claim:error-reply+delay',
+  'command:renewal:error-reply',
+];
