@@ -19,6 +19,16 @@ export const IN_DOUBT: HedgeSchedule = { hedgeMs: 250, maxInFlight: 3, retry: { 
 /** How long past the lease a claim wrote its row may still be handed back (bounded: the poll loop waits for it). */
 export const HAND_BACK_WINDOW_MS = 2_000;
 
+/**
+ * Until when (epoch ms) the owner-fenced write that gives up a claim nobody runs (a hand-back, a last attempt's
+ * dead-letter) is sent again through errors: the hand-back window past the claim's lease, or past now when that lease
+ * is over already (a late answer). Fixed when called: a bound read again at each step would move with the clock once
+ * the lease is over.
+ */
+export function handBackUntil(lockedUntil: Date | undefined): number {
+  return Math.max(lockedUntil?.getTime() ?? 0, Date.now()) + HAND_BACK_WINDOW_MS;
+}
+
 /** What a claim sent: its lock id and the deadline it wrote (the row is found by both). */
 export interface SentClaim {
   lockId: string;

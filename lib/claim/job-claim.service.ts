@@ -9,6 +9,7 @@ import { errorInfo } from '../model/error-info.js';
 import { JobEvents } from '../model/events/job-events.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
 import type { ResolvedJobsOptions } from '../model/jobs.options.js';
+import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import type { ByIdScope, ClaimScope, ClaimSource } from '../persistence/claim-queries.js';
 import { type ClaimRefusal, isRefusal } from '../persistence/claim-refusal.js';
@@ -19,6 +20,7 @@ import { BatchClaim } from './batch-claim.js';
 import { ClaimById, type ClaimByIdResult } from './claim-by-id.js';
 import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
 import { ClaimsInDoubt } from './claims-in-doubt.js';
+import { ExpiredLeaseSearch } from './expired-lease-search.js';
 import { LastAttempts } from './last-attempts.js';
 import { LimitedClaim, type LimitedTakeResult } from './limited-claim.js';
 import { LockIdSequence } from './lock-id.js';
@@ -50,10 +52,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   private readonly lastAttempts: LastAttempts;
   /** Names the poll loop claims: set at bootstrap, when every handler is registered. */
   private runnable: string[] = [];
-  /** When a search for expired leases last came back empty (epoch ms). */
-  private lastReclaimSearchAt = Number.NEGATIVE_INFINITY;
-  /** A search for expired leases is under way: concurrent claim steps leave it to that one instead of repeating it. */
-  private reclaimSearching = false;
+  /** When to look for expired leases of the names without fleet-wide limits, and the search. */
+  private readonly expired: ExpiredLeaseSearch;
   /** Names with fleet-wide limits among those this process runs (set at bootstrap), each claimed on its own. */
   private limited = new Map<string, FleetLimits>();
   /** Which limited names (and the unlimited ones beside them) claims skip until the next poll. */
@@ -75,9 +75,15 @@ export class JobClaimService implements OnApplicationBootstrap {
     private readonly inDoubt: ClaimsInDoubt,
     private readonly deadline: ShutdownDeadline,
     private readonly paused: PausedNames,
+    @Inject(JOBS_TELEMETRY) telemetry: JobsTelemetry | null,
   ) {
     this.lockIds = new LockIdSequence(options.workerId);
-    this.lastAttempts = new LastAttempts({ outcomes, retention, events, deadline, logger: this.logger });
+    this.lastAttempts = new LastAttempts({ outcomes, retention, events, telemetry, deadline, logger: this.logger });
+    this.expired = new ExpiredLeaseSearch(
+      options.pollIntervalMs,
+      (names) => this.takeNext('running', names),
+      this.lastAttempts,
+    );
     this.skips = new ClaimSkips(options.pollIntervalMs);
     const { lockIds, logger } = this;
     this.refused = new RefusedRows({
@@ -193,9 +199,9 @@ export class JobClaimService implements OnApplicationBootstrap {
    * `claimNext`).
    */
   private async claimUnlimited(names: string[]): Promise<ClaimedJob | null> {
-    const reclaimDue = this.reclaimDue();
+    const reclaimDue = this.expired.isDue();
     if (reclaimDue) {
-      const reclaimed = await this.searchExpired(names);
+      const reclaimed = await this.expired.search(names);
       if (reclaimed || this.deadline.started) return reclaimed;
     }
     const due = await this.nextDue.take(
@@ -204,7 +210,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     );
     if (due) return due;
     // A concurrent step searching for expired leases right now covers this one's search.
-    return reclaimDue || this.reclaimSearching || this.deadline.started ? null : this.searchExpired(names);
+    return reclaimDue || this.expired.underWay || this.deadline.started ? null : this.expired.search(names);
   }
 
   /**
@@ -218,16 +224,11 @@ export class JobClaimService implements OnApplicationBootstrap {
     roomOf: (name: string) => number,
   ): Promise<ClaimedJob[] | null> {
     if (names.some((name) => this.limited.has(name))) return null;
-    if (this.reclaimDue()) {
-      const reclaimed = await this.searchExpired([...names]);
+    if (this.expired.isDue()) {
+      const reclaimed = await this.expired.search([...names]);
       if (reclaimed) return [reclaimed];
     }
     return this.deadline.started ? [] : this.batch.take([...names], want, roomOf);
-  }
-
-  /** Whether a search for expired leases is due: none under way, and none came back empty this poll interval. */
-  private reclaimDue(): boolean {
-    return !this.reclaimSearching && now().getTime() - this.lastReclaimSearchAt >= this.options.pollIntervalMs;
   }
 
   /**
@@ -322,30 +323,6 @@ export class JobClaimService implements OnApplicationBootstrap {
    */
   claimById(id: Types.ObjectId): Promise<ClaimByIdResult> {
     return this.byId.claim(id);
-  }
-
-  /** `reclaimNext`, marked as under way so that concurrent claim steps do not search too. */
-  private async searchExpired(names: string[]): Promise<ClaimedJob | null> {
-    this.reclaimSearching = true;
-    try {
-      return await this.reclaimNext(names);
-    } finally {
-      this.reclaimSearching = false;
-    }
-  }
-
-  /** Takes over the oldest expired lease, dead-lettering those whose lost attempt was their last. */
-  private async reclaimNext(names: string[]): Promise<ClaimedJob | null> {
-    for (;;) {
-      const searchedAt = now().getTime();
-      const reclaimed = await this.takeNext('running', names);
-      if (!reclaimed) {
-        // Only a search that found nothing resets the clock: while expired rows remain, keep draining them.
-        this.lastReclaimSearchAt = searchedAt;
-        return null;
-      }
-      if (await this.lastAttempts.keepReclaimed(reclaimed, now())) return reclaimed;
-    }
   }
 
   /**

@@ -1,17 +1,19 @@
 import type { Logger } from '@nestjs/common';
 import type { JobRetention } from '../handlers/job-retention.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
-import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobEvents } from '../model/events/job-events.js';
+import type { JobsTelemetry } from '../model/jobs-telemetry.js';
 import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import type { JobOutcomeStore } from '../persistence/job-outcome.store.js';
-import { HAND_BACK_WINDOW_MS } from './claims-in-doubt.js';
+import { handBackUntil } from './claims-in-doubt.js';
 import { sendOwnedWrite } from './owned-write.js';
+import { recordTakenOver } from './taken-over.js';
 
 export interface LastAttemptsDeps {
   outcomes: JobOutcomeStore;
   retention: JobRetention;
   events: JobEvents;
+  telemetry: JobsTelemetry | null;
   deadline: ShutdownDeadline;
   logger: Logger;
 }
@@ -30,27 +32,23 @@ export class LastAttempts {
    */
   async keepReclaimed({ doc, lockId }: ClaimedJob, at: Date): Promise<boolean> {
     if (doc.attemptCount < doc.maxAttempts) return true;
-    const { outcomes, retention, events, deadline, logger } = this.deps;
-    const label = `Job ${doc._id.toHexString()} (${doc.name})`;
+    const { outcomes, retention, events, telemetry, deadline, logger } = this.deps;
+    const jobId = doc._id.toHexString();
+    const label = `Job ${jobId} (${doc.name})`;
     const expiresAt = retention.expiresAt('dead', doc, at);
-    // Fixed now: a bound read again at each step would move with the clock once the lease is over.
-    const until = Math.max(doc.lockedUntil?.getTime() ?? 0, Date.now()) + HAND_BACK_WINDOW_MS;
     const written = await sendOwnedWrite(
       () => outcomes.deadLetter(doc._id, lockId, at, expiresAt),
       () => outcomes.finishedBy(doc._id, lockId),
-      until,
+      handBackUntil(doc.lockedUntil),
       deadline,
     );
     if (written) {
-      const about = { jobId: doc._id.toHexString(), name: doc.name, attempt: doc.attemptCount };
+      const about = { jobId, name: doc.name, attempt: doc.attemptCount };
       events.emit('dead', about, doc.lastError ?? 'Lease expired');
       logger.warn(`${label} dead-lettered: its lease expired on the last of ${doc.maxAttempts} attempts`);
     } else if (written === false && Date.now() > (doc.lockedUntil?.getTime() ?? 0)) {
-      // Answered after its lease, and another worker reclaimed the row first (charging it for this claim): a lease
-      // lost like any other, recorded as one (`stale`, no handler call), as a late claim's hand-back does (seed 3705).
-      const jobId = doc._id.toHexString();
-      const lost = new LeaseLostError(jobId, lockId, 'taken-over');
-      events.emit('stale', { jobId, name: doc.name, attempt: doc.attemptCount + 1 }, lost.message);
+      // Answered after its lease, and another worker reclaimed the row first (charging it for this claim).
+      recordTakenOver(events, telemetry, { doc, lockId }, jobId);
     } else if (written === undefined) {
       logger.warn(
         `${label} is on its last attempt, whose lease expired, but could not be dead-lettered under lock ${lockId} ` +

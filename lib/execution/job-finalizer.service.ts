@@ -1,5 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
-import { HAND_BACK_WINDOW_MS } from '../claim/claims-in-doubt.js';
+import { handBackUntil } from '../claim/claims-in-doubt.js';
 import { sendOwnedWrite } from '../claim/owned-write.js';
 import { JobRetention } from '../handlers/job-retention.service.js';
 import { backoffDelayMs } from '../model/backoff.js';
@@ -214,12 +214,10 @@ export class JobFinalizer {
    */
   releaseUnstarted(claim: ClaimedJob): Promise<boolean | undefined> {
     const { doc, lockId } = claim;
-    // Fixed now: a bound read again at each step would move with the clock once the lease is over.
-    const until = Math.max(doc.lockedUntil?.getTime() ?? 0, Date.now()) + HAND_BACK_WINDOW_MS;
     return sendOwnedWrite(
       () => this.outcomes.release(doc._id, lockId, now()),
       () => this.outcomes.finishedBy(doc._id, lockId),
-      until,
+      handBackUntil(doc.lockedUntil),
       this.deadline,
     );
   }

@@ -1,8 +1,8 @@
 import type { Logger } from '@nestjs/common';
+import { recordTakenOver } from '../claim/taken-over.js';
 import type { JobFinalizer } from '../execution/job-finalizer.service.js';
 import type { RowFate } from '../execution/row-fate.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
-import { LeaseLostError } from '../model/errors/lease-lost.error.js';
 import type { JobEvents } from '../model/events/job-events.js';
 import type { JobsTelemetry } from '../model/jobs-telemetry.js';
 import type { ShutdownDeadline } from '../model/shutdown-deadline.js';
@@ -56,12 +56,7 @@ export class UnstartedClaims {
   private async release(claim: ClaimedJob, jobId: string, atShutdown: boolean): Promise<boolean | undefined> {
     const { events, telemetry, logger } = this.deps;
     const released = await this.deps.finalizer.releaseUnstarted(claim);
-    if (released === false) {
-      const { doc, lockId } = claim;
-      const lost = new LeaseLostError(jobId, lockId, 'taken-over');
-      events.emit('stale', { jobId, name: doc.name, attempt: doc.attemptCount + 1 }, lost.message);
-      telemetry?.leaseLost(doc.name);
-    }
+    if (released === false) recordTakenOver(events, telemetry, claim, jobId);
     if (atShutdown) {
       if (released === undefined)
         logger.warn(
