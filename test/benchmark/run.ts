@@ -37,6 +37,9 @@ import { runThroughput } from './throughput.bench';
  *   BENCH_ONLY=throughput BENCH_THROUGHPUT_TARGETS=library node --cpu-prof \
  *     --cpu-prof-dir=test/benchmark/results/profiles .cache/benchmark/test/benchmark/run.js
  *   node .cache/benchmark/test/benchmark/profile-summary.js test/benchmark/results/profiles/<file>.cpuprofile
+ * That profile holds start-up and the enqueue too; BENCH_PROFILE_DIR=<dir> instead profiles each throughput trial's
+ * measured window alone (one file per system and round; BENCH_PROFILE_KIND=heap: bytes allocated, by site), see
+ * window-profile.ts.
  */
 
 const RESULTS_DIR = resolve('test', 'benchmark', 'results');

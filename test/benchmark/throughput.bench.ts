@@ -29,6 +29,7 @@ import {
   spreadOf,
   type TargetCheck,
 } from './spread';
+import { startWindowProfile } from './window-profile';
 
 const JOB = 'bench.noop';
 const TRIAL_TIMEOUT_MS = 180_000;
@@ -38,6 +39,8 @@ const TRIAL_TIMEOUT_MS = 180_000;
  * expired-lease findOneAndUpdate before every claim; `-serial-claim` claims from one loop, one claim in flight at a
  * time, completions running concurrently, like the library's poll loop. `raw-serial-claim+reclaim` is the library's
  * protocol and loop shape without the library. Together they split the gap to the raw loop into its causes.
+ * `raw-batched` (run by default) is the library's batched protocol with nothing around it: the floor its client CPU per
+ * job can reach on this driver and server, which puts a target stated against the unbatched raw loop in proportion.
  * The order is the first round's; each later round rotates it (`roundOrder`).
  */
 const SYSTEMS = [
@@ -47,13 +50,14 @@ const SYSTEMS = [
   'raw+reclaim',
   'raw-serial-claim',
   'raw-serial-claim+reclaim',
+  'raw-batched',
   'agenda',
 ] as const;
 /** The library's default: a busy worker re-claims as soon as a slot frees, so the interval only paces idle polls. */
 const LIBRARY_POLL_INTERVAL_MS = 1000;
 /** The library's default lease, which the raw loop writes too (same `lockedUntil` distance, same document). */
 const LEASE_MS = 30_000;
-const DEFAULT_SYSTEMS: ThroughputSystem[] = ['raw', 'library', 'library-single-claims', 'agenda'];
+const DEFAULT_SYSTEMS: ThroughputSystem[] = ['raw', 'library', 'library-single-claims', 'raw-batched', 'agenda'];
 export type ThroughputSystem = (typeof SYSTEMS)[number];
 
 /** What the raw loop still does differently from the library's claim and completion (its queries are the same). */
@@ -454,6 +458,7 @@ async function libraryTrial(
         .insertMany(items.map((item) => retriedJobDoc(JOB, item.payload, config.throughputHistory)) as never[]);
     const t1 = nowMs();
     const completedDuringEnqueue = completed;
+    const profile = counting ? null : await startWindowProfile(`${system}-round${round}`);
     cpu.start();
     commands?.start();
     await withTimeout(allDone.promise, TRIAL_TIMEOUT_MS, 'library throughput');
@@ -461,6 +466,7 @@ async function libraryTrial(
     subscription.unsubscribe();
     const measured = n - completedDuringEnqueue;
     const cpuUsed = cpu.stop();
+    await profile?.stop();
     return trial(system, round, n, t1 - t0, t2 - t1, completedDuringEnqueue, cpuUsed, commands?.stop(measured) ?? {});
   } finally {
     await app.close();
@@ -499,6 +505,7 @@ async function rawTrial(
     const t0 = nowMs();
     await collection.insertMany(docs as never[], { ordered: false });
     const t1 = nowMs();
+    const profile = counting ? null : await startWindowProfile(`${system}-round${round}`);
     cpu.start();
     commands?.start();
     let completed = 0;
@@ -560,13 +567,100 @@ async function rawTrial(
       }
       await Promise.all(running);
     };
-    const work: Promise<unknown> = system.startsWith('raw-serial-claim')
-      ? serialClaimer()
-      : Promise.all(Array.from({ length: config.throughputConcurrency }, loop));
+    /**
+     * The library's batched protocol with nothing around it: one claimer takes up to every free slot in three commands
+     * (due ids in claim order, one bulk taking each for its own lock id, one read of what was taken), completions
+     * finishing in one event-loop turn go out as one bulk. The floor batching can reach with this driver.
+     */
+    const batchedClaimer = async (): Promise<void> => {
+      const slots = config.throughputConcurrency;
+      let running = 0;
+      let freed: () => void = () => undefined;
+      let queued: { _id: ObjectId; lockId: string }[] = [];
+      const flush = async (): Promise<void> => {
+        const jobs = queued;
+        queued = [];
+        const finishedAt = new Date();
+        const result = await collection.bulkWrite(
+          jobs.map((job) => ({
+            updateOne: {
+              filter: { _id: job._id, lockedBy: job.lockId, status: 'running' },
+              update: {
+                $set: { status: 'completed', finishedBy: job.lockId, finishedAt, updatedAt: finishedAt },
+                $unset: { lockedBy: '', lockedUntil: '', dedupeScope: '', lastError: '' },
+              },
+            },
+          })),
+          { ordered: false },
+        );
+        completed += result.matchedCount;
+        running -= jobs.length;
+        freed();
+      };
+      for (;;) {
+        if (running === slots) await new Promise<void>((resolve) => (freed = resolve));
+        const at = new Date();
+        const due = await collection
+          .find(
+            { status: 'pending', runAt: { $lte: at }, name: { $in: names } },
+            {
+              sort: { priority: -1, runAt: 1, _id: 1 },
+              limit: slots - running,
+              batchSize: slots - running,
+              projection: { _id: 1, name: 1 },
+            },
+          )
+          .toArray();
+        if (due.length === 0) break;
+        const lockedUntil = new Date(at.getTime() + LEASE_MS);
+        const rows = due.map((row) => {
+          sequence += 1;
+          return { _id: row._id as ObjectId, lockId: `${workerId}#${sequence}` };
+        });
+        await collection.bulkWrite(
+          rows.map((row) => ({
+            updateOne: {
+              filter: { status: 'pending', runAt: { $lte: at }, name: { $in: names }, _id: row._id },
+              update: {
+                $set: { status: 'running', lockedBy: row.lockId, lockedUntil, startedAt: at, updatedAt: at },
+                $inc: { fencingToken: 1 },
+              },
+            },
+          })),
+          { ordered: false },
+        );
+        const taken = await collection
+          .find(
+            {
+              _id: { $in: rows.map((row) => row._id) },
+              status: 'running',
+              lockedUntil,
+              lockedBy: { $in: rows.map((row) => row.lockId) },
+            },
+            { sort: { priority: -1, runAt: 1, _id: 1 }, projection: { attempts: 0 }, batchSize: rows.length },
+          )
+          .toArray();
+        running += taken.length;
+        for (const row of taken) {
+          void Promise.resolve().then(() => {
+            queued.push({ _id: row._id as ObjectId, lockId: row.lockedBy as string });
+            if (queued.length === 1) setTimeout(() => void flush(), 0);
+          });
+        }
+      }
+      while (running > 0) await new Promise<void>((resolve) => (freed = resolve));
+    };
+    const work: Promise<unknown> =
+      system === 'raw-batched'
+        ? batchedClaimer()
+        : system.startsWith('raw-serial-claim')
+          ? serialClaimer()
+          : Promise.all(Array.from({ length: config.throughputConcurrency }, loop));
     await withTimeout(work, TRIAL_TIMEOUT_MS, `${system} throughput`);
     const t2 = nowMs();
     if (completed !== n) throw new Error(`${system} completed ${completed} of ${n} jobs`);
     const cpuUsed = cpu.stop();
+    await profile?.stop();
     return trial(system, round, n, t1 - t0, t2 - t1, 0, cpuUsed, commands?.stop(n) ?? {});
   } finally {
     await dropDatabase(client.db(dbName));
