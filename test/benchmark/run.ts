@@ -26,6 +26,7 @@ import { runThroughput } from './throughput.bench';
  *
  * Sizes and selection (env): BENCH_QUICK=1 (smoke run), BENCH_REPS, BENCH_ONLY=throughput,enqueue,pickup,shallowPickup,
  * heartbeat,queueDepth,renewals,progress,logs,query,metricsNames,telemetry,limits, BENCH_THROUGHPUT_JOBS, BENCH_THROUGHPUT_ROUNDS (interleaved rounds, default 9, quick 3), BENCH_THROUGHPUT_HISTORY (attempts in each job's history, default 0),
+ * BENCH_LIBRARY_OPTIONS (JSON module options for the throughput library trials, e.g. '{"telemetry":false}'),
  * BENCH_AGENDA_ROUNDS (the first rounds also run Agenda, default 2), BENCH_THROUGHPUT_TARGETS (see
  * throughput.bench.ts for the diagnostic variants), BENCH_ENQUEUE_JOBS, BENCH_PICKUP_SAMPLES, BENCH_PICKUP_POLL_MS,
  * BENCH_HEARTBEAT_CALLS (also the progress scenario's calls), BENCH_DEPTH_SMALL / _LARGE / _CLAIMS, BENCH_QUERY_JOBS / _SAMPLES, BENCH_AGENDA_LOCK_LIMIT,

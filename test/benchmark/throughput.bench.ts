@@ -4,7 +4,7 @@ import { Injectable } from '@nestjs/common';
 import { getConnectionToken } from '@nestjs/mongoose';
 import { type Document, MongoClient, type ObjectId, type UpdateFilter } from 'mongodb';
 import { type Connection, mongo } from 'mongoose';
-import { JobHandler, JobsService } from '../../lib';
+import { JobHandler, type JobsModuleOptions, JobsService } from '../../lib';
 import { MAX_ATTEMPT_HISTORY } from '../../lib/model/jobs.constants';
 import { defaultWorkerId } from '../../lib/model/worker-id';
 import {
@@ -428,6 +428,8 @@ async function libraryTrial(
       concurrency: config.throughputConcurrency,
       pollIntervalMs: LIBRARY_POLL_INTERVAL_MS,
       ...(system === 'library-single-claims' ? { claimBatchSize: 1 } : {}),
+      // Module options to try (BENCH_LIBRARY_OPTIONS='{"telemetry":false}'): what a setting costs per job.
+      ...(JSON.parse(process.env.BENCH_LIBRARY_OPTIONS ?? '{}') as JobsModuleOptions),
     },
     [NoopJobs],
     { monitorCommands: counting },
