@@ -81,7 +81,8 @@ export class OpenTelemetryJobsTelemetry implements JobsTelemetry, OnModuleDestro
     });
     this.losses = meter.createCounter(names.METRIC_LEASE_LOSSES, {
       unit: '{lease}',
-      description: 'Leases this worker lost while running a job.',
+      description:
+        "Leases this worker lost: a running job's, or a claim's answered after its lease whose row another worker took before it ran.",
     });
   }
 
