@@ -120,6 +120,8 @@ export interface ThroughputReport {
   systems: Record<string, SystemSummary | string>;
   ratiosToRaw: Record<string, RatiosToRaw>;
   libraryToAgenda: RatioSpread | null;
+  /** The library's client CPU per job over the batched raw loop's (`raw-batched`), when both ran. */
+  libraryToFloor: RatioSpread | null;
   targets: TargetCheck[];
   table: string;
 }
@@ -304,6 +306,7 @@ function summarize(
     systems: {},
     ratiosToRaw: {},
     libraryToAgenda: null,
+    libraryToFloor: null,
     targets: [],
     table: '',
   };
@@ -368,6 +371,16 @@ function summarize(
     }
     const kinds = Object.entries(counts.get(system) ?? {}).map(([kind, count]) => `${kind} ${fmt(count, 2)}`);
     breakdown.push(`  ${system}: ${kinds.join(', ')}`);
+  }
+  if (ok('library').length > 0 && ok('raw-batched').length > 0) {
+    // What the library adds to its own protocol: the part of the client CPU its code can still cut.
+    report.libraryToFloor = ratioSpread(
+      byRound('library', (t) => t.clientCpuMsPerJob),
+      byRound('raw-batched', (t) => t.clientCpuMsPerJob),
+    );
+    notes.push(
+      `Library client CPU over the batched raw loop (its protocol with nothing around it, same round): ${fmtRatio(report.libraryToFloor)}`,
+    );
   }
   if (ok('library').length > 0 && ok('agenda').length > 0) {
     report.libraryToAgenda = ratioSpread(
