@@ -52,6 +52,27 @@ describe('generative fault checker: the invariants on hand-written histories', (
     expect(check(documented)).toEqual([]);
   });
 
+  it("invariant 1: a call aborted by shutdown whose lease then ran out: the library's stale event is the loss on record", () => {
+    // Long seed 4312: SIGTERM aborted the call, its lease ran out 0.2 s later (stale), another worker reclaimed the row
+    // after that deadline, and the aborted handler settled 0.45 s after that start. No second abort is logged (the
+    // first reason wins), so only the stale event says the loss was on record before the takeover.
+    const aborted = [
+      call('w0.1/1', 'j', 0, 1_500),
+      { t: 1_270, p: 'w0.1', type: 'call-abort', call: 'w0.1/1', job: 'j', reason: 'WorkerShutdownError' },
+      call('w1.1/1', 'j', 1_650, 3_000),
+      end('w0.1/1', 'j', 2_100, 'threw-abort', { leaseLost: true }),
+    ];
+    expect(check(aborted)).toEqual(['1: two live handler calls of one job overlap']);
+    const stale = { t: 1_501, p: 'w0.1', type: 'event', event: 'stale', job: 'j', attempt: 1 };
+    expect(check([...aborted, stale])).toEqual([]);
+    // A stale event of another attempt, or of another process, is not this call's.
+    expect(check([...aborted, { ...stale, attempt: 2 }])).toEqual(['1: two live handler calls of one job overlap']);
+    expect(check([...aborted, { ...stale, p: 'w0.2' }])).toEqual(['1: two live handler calls of one job overlap']);
+    // Recorded, but the takeover came before the deadline: still a violation.
+    const early = [...aborted.filter((line) => line.call !== 'w1.1/1'), stale, call('w1.1/1', 'j', 1_300, 3_000)];
+    expect(check(early)).toEqual(['1: two live handler calls of one job overlap']);
+  });
+
   it('invariant 1: a cancelled call still settling inside its window overlaps its retry', () => {
     const lines = [
       call('w0.1/1', 'j', 0, 1_500),

@@ -130,8 +130,20 @@ function withNearbyFaults(violation: Violation, lines: HistoryLine[]): Violation
 function handlerCalls(lines: HistoryLine[], leaseMs: number): Map<string, HandlerCall> {
   const calls = new Map<string, HandlerCall>();
   const exits = new Map<string, number>();
+  /** The latest call of each process, job and attempt: a `stale` event of that attempt is about it. */
+  const byAttempt = new Map<string, HandlerCall>();
   for (const line of lines) {
     if (line.type === 'exit') exits.set(line.process as string, line.t);
+    if (line.type === 'event' && line.event === 'stale') {
+      // The library's record of a lost lease. A call aborted first for another reason (shutdown, a timeout) logs no
+      // second abort when its lease then runs out: this event is the loss on record (long seed 4312).
+      const call = byAttempt.get(`${line.p}|${line.job as string}|${line.attempt as number}`);
+      if (call && call.end === undefined) {
+        call.leaseLost = true;
+        call.lossRecordedAt ??= line.t;
+      }
+      continue;
+    }
     const id = line.call as string | undefined;
     if (id === undefined) continue;
     if (line.type === 'call-start') {
@@ -152,6 +164,7 @@ function handlerCalls(lines: HistoryLine[], leaseMs: number): Map<string, Handle
         liveUntil: Number.POSITIVE_INFINITY,
         lines: [line],
       });
+      byAttempt.set(`${line.p}|${line.job as string}|${line.attempt as number}`, calls.get(id) as HandlerCall);
       continue;
     }
     const call = calls.get(id);
@@ -165,7 +178,7 @@ function handlerCalls(lines: HistoryLine[], leaseMs: number): Map<string, Handle
       call.abortReason = line.reason as string;
       if (line.reason === 'LeaseLostError') call.leaseLost = true;
       if ((call.lines[0].ignore as boolean) === true) call.ignoredSignal = true;
-      if (call.leaseLost || call.ignoredSignal) call.lossRecordedAt = line.t;
+      if (call.leaseLost || call.ignoredSignal) call.lossRecordedAt ??= line.t;
     }
     if (line.type === 'call-end') {
       call.end = line.t;
