@@ -259,6 +259,7 @@ export class JobClaimService implements OnApplicationBootstrap {
               lockedUntil,
               skipIds: this.refused.skipIds(),
               skipLocks: this.byIdScope(source, [name]).skipLocks,
+              stopped: () => this.deadline.started,
             }),
           (doc): LimitedTakeResult => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
         );

@@ -27,6 +27,12 @@ export interface LimitedTake {
   skipLocks?: readonly string[];
   /** `runNow`: exactly this row, or nothing. */
   id?: Types.ObjectId;
+  /**
+   * Shutdown has begun: checked before every write that could take a row, so that a take whose earlier commands (a
+   * rate token, the slot holders) were answered after it began sends nothing more (its token is given back). A row
+   * taken then could only be handed back, and if that answer is lost too it is charged an attempt (long seed 4403).
+   */
+  stopped?: () => boolean;
 }
 
 /**
@@ -94,7 +100,7 @@ export class LimitedClaim {
     }
     let result: LimitedTakeResult;
     try {
-      result = await this.takeWithSlots(request, row);
+      result = request.stopped?.() ? { kind: 'none' } : await this.takeWithSlots(request, row);
     } catch (error) {
       // A claim that may have landed (its answer lost) keeps its token: the caller reads the row back and may run it,
       // and a start without its token could exceed the rate. A token kept for nothing costs one start of a window.
@@ -125,12 +131,15 @@ export class LimitedClaim {
       if (doc === null) return { kind: missing };
       return 'kind' in doc ? doc : { kind: 'taken', doc, reclaimed: source === 'running' };
     };
+    const stopped = () => request.stopped?.() === true;
     const takeExactly = async (id: Types.ObjectId, slots?: SlotClaim) =>
-      refusedAs(
-        id,
-        source,
-        await this.claims.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
-      );
+      stopped()
+        ? null
+        : refusedAs(
+            id,
+            source,
+            await this.claims.takeById(source, id, at, lockId, lockedUntil, { names: [name], skipLocks }, slots),
+          );
     // runNow of an expired running row that holds slots: reclaimed with them, like the holders below (it may hold
     // the only one). No match: the row changed state since it was read, and its new state is the answer.
     if (byId && source === 'running' && (byId.concurrencySlot !== undefined || byId.groupSlot !== undefined)) {
@@ -138,6 +147,7 @@ export class LimitedClaim {
     }
     /** `group`: only rows of that group (null: without one); nothing left there is `contended` (others may have rows). */
     const takeRow = async (slots?: SlotClaim, group?: string | null): Promise<LimitedTakeResult> => {
+      if (stopped()) return { kind: 'none' };
       if (request.id !== undefined) return taken(await takeExactly(request.id, slots));
       const scope = { names: [name], skipIds, skipLocks, group };
       const doc = await this.claims.take(source, at, lockId, lockedUntil, scope, slots);
@@ -158,6 +168,7 @@ export class LimitedClaim {
     // A holder whose lease ran out is taken over with its slots before any slot is given to a new row (not one under a
     // claim of this process still unanswered: its slots stay held until that claim is resolved).
     for (const holder of request.id === undefined ? view.expired : []) {
+      if (stopped()) return { kind: 'none' };
       if (inDoubtHere(holder.lockedBy)) continue;
       const doc = refusedAs(
         holder._id,
