@@ -57,12 +57,17 @@ export class UnstartedClaims {
     const { events, telemetry, logger } = this.deps;
     const released = await this.deps.finalizer.releaseUnstarted(claim);
     if (released === false) recordTakenOver(events, telemetry, claim, jobId);
+    if (released === undefined) {
+      // Said whether or not shutting down: a row left under this lock is reclaimed and charged an attempt no handler
+      // ran, and this line is the record of why (long seed 4400: a claim for a name paused meanwhile, its hand-back
+      // unanswered through an outage, gave up without a word).
+      logger.warn(
+        `Job ${jobId}: handing back a claim${atShutdown ? ' at shutdown' : ''} (lock ${claim.lockId}) got no answer ` +
+          'in time (or was refused for the document); the row is reclaimed once its lease has run out, like a ' +
+          "crashed worker's (a LeaseExpired attempt)",
+      );
+    }
     if (atShutdown) {
-      if (released === undefined)
-        logger.warn(
-          `Job ${jobId}: handing back a claim at shutdown (lock ${claim.lockId}) got no answer in time; the row is ` +
-            "reclaimed once its lease has run out, like a crashed worker's (a LeaseExpired attempt)",
-        );
       this.shutdownHandBacks.push({
         jobId,
         fate: released === undefined ? 'left' : released ? 'released' : 'not_ours',

@@ -261,6 +261,14 @@ describe('generative fault checker: the invariants on hand-written histories', (
       message: `Job j: handing back a claim at shutdown (lock ${lock}) got no answer in time; the row is reclaimed once its lease has run out, like a crashed worker's (a LeaseExpired attempt)`,
     });
     expect(check([...stranded, blackhole, handBack('w0.1#1')])).toEqual([]);
+    // Long seed 4400: the same for a claim handed back outside shutdown (its name paused meanwhile).
+    const pausedHandBack = {
+      ...handBack('w0.1#1'),
+      message:
+        "Job j: handing back a claim (lock w0.1#1) got no answer in time (or was refused for the document); the row is reclaimed once its lease has run out, like a crashed worker's (a LeaseExpired attempt)",
+    };
+    expect(check([...stranded, blackhole, pausedHandBack])).toEqual([]);
+    expect(check([...stranded, pausedHandBack])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
     for (const other of [[blackhole, handBack('w0.1#10')], [handBack('w0.1#1')]]) {
       expect(check([...stranded, ...other])).toEqual(['5: an attempt was charged for a claim that ran no handler']);
     }

@@ -564,12 +564,14 @@ function unbackedAttempts(
   // a cut or a black hole). A worker that was not cut off, or a hand-back that missed a row still under its lock,
   // has no excuse.
   const claimGivenUp = (job: string, lock: string, held: HistoryLine) => {
-    // A claim answered during shutdown whose hand-back got no answer (its worker cut off): the same documented case.
+    // A claim it would not start (answered during shutdown, or for a name paused meanwhile) whose hand-back got no
+    // answer (its worker cut off): the same documented case (long seeds 3905 and 4400).
     const handBackUnanswered = lines.some(
       (line) =>
         line.type === 'log' &&
         line.p === lock.slice(0, lock.lastIndexOf('#')) &&
-        String(line.message).includes(`handing back a claim at shutdown (lock ${lock}) got no answer in time`),
+        String(line.message).includes('handing back a claim') &&
+        String(line.message).includes(`(lock ${lock}) got no answer in time`),
     );
     if (handBackUnanswered) return cutOffAround(job, lock, held.t, lines);
     const gaveUp = lines.find(
