@@ -35,14 +35,33 @@ export function isSameRefusal(error: mongo.MongoServerError, refusal: { code?: u
  * Whether a write that failed with `error` may have been applied all the same, so that only reading the row back tells:
  * its answer was lost (a network error or a timeout once the command may have been sent), or the server applied it
  * but could not confirm the write concern. An error reply of the server (it answered, refusing the command) and a
- * command never sent (no server to select) mean nothing was written.
+ * command never sent (no server to select, on a standalone server) mean nothing was written.
  */
 export function mayHaveLanded(error: unknown): boolean {
-  if (error instanceof mongo.MongoServerSelectionError) return false;
+  if (error instanceof mongo.MongoServerSelectionError) return mayFollowARetryableWrite(error);
   if (error instanceof mongo.MongoNetworkError || error instanceof mongo.MongoOperationTimeoutError) return true;
+  // Thrown only by `close()` to commands on connections checked out at that moment: they may have been written.
+  if (error instanceof mongo.MongoClientClosedError) return true;
+  // A reply the driver could not read is a reply: the command reached the server. The driver also throws one when a
+  // retryable write's retry finds a server without retryable writes, after a first attempt that may have landed.
+  if (error instanceof mongo.MongoUnexpectedServerResponseError) return true;
   if (error instanceof mongo.MongoWriteConcernError || isBulkWriteConcernError(error)) return true;
   if (error instanceof WriteOutcomeUnknownError) return true;
   return error instanceof mongo.MongoServerError && error.errorResponse?.writeConcernError !== undefined;
+}
+
+/**
+ * A retryable write (replica set or sharded cluster, `retryWrites` on, the driver's default) whose first attempt
+ * failed on the network is sent again after a new server selection; when that selection fails, the driver throws the
+ * selection error, not the first attempt's (mongodb 7.8, `executeOperationWithRetries`), so the write may have landed
+ * although the error says no server was found. Nothing tells that case from a selection that failed before any attempt,
+ * so on such topologies every selection error counts as in doubt: reading a row back costs one read, taking a landed
+ * write for one never sent costs an attempt no handler ran. A standalone server (`Single`) has no retryable writes, and
+ * an `Unknown` topology has never selected a server to send a first attempt to.
+ */
+function mayFollowARetryableWrite(error: mongo.MongoServerSelectionError): boolean {
+  const type = (error.reason as { type?: unknown } | undefined)?.type;
+  return type !== undefined && type !== mongo.TopologyType.Single && type !== mongo.TopologyType.Unknown;
 }
 
 /**

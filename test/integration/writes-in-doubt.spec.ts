@@ -442,6 +442,31 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     expect(row?.lockedBy).toBeUndefined();
     expect(calls.get(job.id)).toBeUndefined();
   });
+  it('records the lock of a claim whose answer close() cut off at its hard bound: a row it took is on record', async () => {
+    // Seen in the long checker's seed 4403 (a claim sent after SIGTERM, since no longer sent): a claim's answer was
+    // still held when close() reached its hard bound and closed the client, which fails the command with
+    // MongoClientClosedError although the server may have applied it (here it did). Counted as never sent, the claim
+    // was given up without a word, and the row it took was later reclaimed and charged an attempt with nothing on
+    // record. Any claim sent before shutdown can meet it; in doubt, its give-up is logged with its lock.
+    const { app, raw } = await startApp('claim-cut-off-by-close', { leaseMs: 10_000, shutdownGraceMs: 200 });
+    const runAt = new Date(Date.now() + 300);
+    const rule = proxy.interceptReply({ match: isClaimThatCanTake(runAt), action: { delayMs: 60_000 } });
+    try {
+      const job = await app.jobs.enqueue('quick', { case: 'claim cut off by close' }, { runAt, maxAttempts: 1 });
+      await waitFor(() => rule.hits === 1, 'the claim of the job to be sent');
+      await app.close();
+      const row = await raw.findOne({}); // the only row of this database
+      expect(row).toMatchObject({ status: 'running' }); // the claim landed; its answer never came
+      const lockId = String(row?.lockedBy);
+      expect(warnings.filter((warning) => warning.includes(`lock ${lockId}`))).toEqual([
+        expect.stringContaining('could not be read back before its lease ended'),
+      ]);
+      expect(calls.get(job.id)).toBeUndefined();
+    } finally {
+      rule.remove();
+    }
+  });
+
   it('hands back a late claim at shutdown through a refused hand-back: no attempt is counted', async () => {
     // The long checker's seed 484: a claim answered late while its worker shut down; the hand-back to pending was
     // refused once (code 2), the worker gave up, and the row was reclaimed with a LeaseExpired attempt.

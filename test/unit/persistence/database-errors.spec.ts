@@ -103,3 +103,38 @@ describe('batched writes whose effect is unknown', () => {
     expect(classifyWriteError(unknown)).toBe('transient');
   });
 });
+
+describe('errors after which a write may have reached the server', () => {
+  const selectionError = (type: string) => new mongo.MongoServerSelectionError('no server', { type } as never);
+
+  it('a selection error on a standalone server, or before any server was known, means the write was never sent', () => {
+    expect(mayHaveLanded(selectionError(mongo.TopologyType.Single))).toBe(false);
+    expect(mayHaveLanded(selectionError(mongo.TopologyType.Unknown))).toBe(false);
+  });
+
+  it.each([
+    mongo.TopologyType.ReplicaSetNoPrimary,
+    mongo.TopologyType.ReplicaSetWithPrimary,
+    mongo.TopologyType.Sharded,
+    mongo.TopologyType.LoadBalanced,
+  ])('a selection error on a %s topology may follow a retryable write whose first attempt landed', (type) => {
+    expect(mayHaveLanded(selectionError(type))).toBe(true);
+    // Still "not now": the write is sent again (fenced), and a later miss is checked against the row.
+    expect(classifyWriteError(selectionError(type))).toBe('transient');
+  });
+
+  it('close() interrupting a command on a checked-out connection leaves it in doubt', () => {
+    expect(mayHaveLanded(new mongo.MongoClientClosedError())).toBe(true);
+  });
+
+  it('a reply the driver could not read came from a server that received the command', () => {
+    expect(
+      mayHaveLanded(new mongo.MongoUnexpectedServerResponseError('Selected server does not support retryable writes')),
+    ).toBe(true);
+  });
+
+  it('a topology closed before sending, or never connected, sent nothing', () => {
+    expect(mayHaveLanded(new mongo.MongoTopologyClosedError())).toBe(false);
+    expect(mayHaveLanded(new mongo.MongoNotConnectedError('not connected'))).toBe(false);
+  });
+});
