@@ -443,11 +443,11 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     expect(calls.get(job.id)).toBeUndefined();
   });
   it('records the lock of a claim whose answer close() cut off at its hard bound: a row it took is on record', async () => {
-    // Seen in the long checker's seed 4403 (a claim sent after SIGTERM, since no longer sent): a claim's answer was
-    // still held when close() reached its hard bound and closed the client, which fails the command with
-    // MongoClientClosedError although the server may have applied it (here it did). Counted as never sent, the claim
-    // was given up without a word, and the row it took was later reclaimed and charged an attempt with nothing on
-    // record. Any claim sent before shutdown can meet it; in doubt, its give-up is logged with its lock.
+    // The long checker's seed 4604 (and 4403): a claim landed 260 ms before SIGTERM and the proxy held its answer
+    // 3.9 s; close() reached its hard bound and closed the client, which fails the command with MongoClientClosedError
+    // although the server may have applied it (it had). Counted as never sent, the claim was given up without a word,
+    // and the row it took was reclaimed and charged an attempt with nothing on record. In doubt, its give-up is logged
+    // with its lock: a worker cut off from the database for its lease is, to the others, crashed.
     const { app, raw } = await startApp('claim-cut-off-by-close', { leaseMs: 10_000, shutdownGraceMs: 200 });
     const runAt = new Date(Date.now() + 300);
     const rule = proxy.interceptReply({ match: isClaimThatCanTake(runAt), action: { delayMs: 60_000 } });
