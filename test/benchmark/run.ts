@@ -39,7 +39,7 @@ import { runThroughput } from './throughput.bench';
  *     --cpu-prof-dir=test/benchmark/results/profiles .cache/benchmark/test/benchmark/run.js
  *   node .cache/benchmark/test/benchmark/profile-summary.js test/benchmark/results/profiles/<file>.cpuprofile
  * That profile holds start-up and the enqueue too; BENCH_PROFILE_DIR=<dir> instead profiles each throughput trial's
- * measured window alone (one file per system and round; BENCH_PROFILE_KIND=heap: bytes allocated, by site), see
+ * measured window alone (one file per system and round; BENCH_PROFILE_KIND=heap: bytes allocated, by site; =survivors: those that outlived a minor GC; =retained: those alive at the end), see
  * window-profile.ts.
  */
 
