@@ -5,6 +5,7 @@ import type { Collection, MongoClient } from 'mongodb';
 import type { Subscription } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
+import { ShutdownDeadline } from '../../lib/model/shutdown-deadline';
 import { ErrorReplyProxy, isStatusUpdate } from '../support/error-reply-proxy';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
@@ -549,6 +550,72 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     } finally {
       late.remove();
       await app.close();
+    }
+  });
+
+  it('sends no row take for a limited name whose rate token is answered after shutdown began, and gives the token back', async () => {
+    // The long checker's seed 4403 on the wire: a rated name's token (`findAndModify` on the tokens collection) was
+    // answered 2.4 s into shutdown and the claim went on to take the row, a write close() then cut off at its hard
+    // bound; the row was charged an attempt no handler ran. Once shutdown has begun, a limited take writes no row.
+    const dbName = uniqueDatabaseName('rated-token-at-shutdown');
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { pollIntervalMs: 20, leaseMs: 10_000, shutdownGraceMs: 200 },
+      providers: [RatedHandlers],
+    });
+    const deadline = app.get(ShutdownDeadline);
+    const startedAt = Date.now();
+    const runAt = new Date(startedAt + 300);
+    // Watches every command (and answers none): the writes that could take a row, sent once shutdown has begun. No job
+    // runs here, so no renewal is a `findAndModify` either.
+    const takesAfterShutdown: string[] = [];
+    const watch = proxy.answerWithError({
+      match: (command) => {
+        if (deadline.started) console.log('AFTER', JSON.stringify(command).slice(0, 300));
+        // A take of a pending row or a reclaim of an expired one (the step's source alternates): `findAndModify`.
+        if (deadline.started && (command.findAndModify === 'jobs' || isStatusUpdate(command, 'jobs', 'running'))) {
+          takesAfterShutdown.push(Object.keys(command)[0]);
+        }
+        return false;
+      },
+      code: 1,
+    });
+    // A token taken by a try for which the job is due (its claim takes the row next), answered once shutdown has begun.
+    let answerToken: () => void = () => undefined;
+    const token = proxy.delayReply({
+      // The token's take records the try's clock (`lastStartAt`), which the row take's due filter uses too.
+      match: (command) =>
+        command.findAndModify === 'jobs_rate_tokens' &&
+        (((command.update as Document | undefined)?.$set?.lastStartAt as Date | undefined) ?? new Date(0)).getTime() >=
+          runAt.getTime(),
+      until: new Promise<void>((resolve) => {
+        answerToken = resolve;
+      }),
+    });
+    try {
+      const job = await app.jobs.enqueue(
+        'rated',
+        { case: 'token answered during shutdown' },
+        { runAt, maxAttempts: 1 },
+      );
+      await waitFor(() => token.hits === 1, 'the rate token of the due job to be asked for');
+      const closing = app.close();
+      await waitFor(() => deadline.started, 'shutdown to begin');
+      answerToken();
+      await closing;
+      expect(token.answered).toBe(1);
+      expect(takesAfterShutdown).toEqual([]);
+      const row = await client.db(dbName).collection('jobs').findOne({});
+      expect(row).toMatchObject({ status: 'pending', attemptCount: 0 });
+      expect(row?.lockedBy).toBeUndefined();
+      expect(calls.get(job.id)).toBeUndefined();
+      // Given back: the name's only token no longer records a start from this run.
+      const tokens = await client.db(dbName).collection('jobs_rate_tokens').find({ name: 'rated' }).toArray();
+      expect(tokens.filter((stored) => (stored.lastStartAt as Date).getTime() >= startedAt)).toEqual([]);
+    } finally {
+      token.remove();
+      watch.remove();
     }
   });
 
