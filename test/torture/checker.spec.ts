@@ -297,4 +297,27 @@ describe('generative fault checker: the invariants on hand-written histories', (
       '6: close() exceeded its bound',
     ]);
   });
+
+  it("invariant 6: the part of a close the machine stood still for (the runner stalled too) is not the library's", () => {
+    // Long seed 4707: every process, the runner included, stood still 7.5 s; a close took 8.6 s against 4.3.
+    const slowClose = [
+      { t: 2, p: 'w2.1', type: 'close-start' },
+      { t: 9_000, p: 'w2.1', type: 'close-end', ms: 8_998 },
+    ];
+    const stall = (p: string, from: number, ms: number) => ({ t: from + ms, p, type: 'stall', from, ms });
+    expect(check([...slowClose, stall('runner', 500, 7_500)])).toEqual([]);
+    for (const other of [
+      stall('runner', -8_000, 7_500), // before the close
+      stall('w2.1', 500, 7_500), // the closing process's own stall: maybe the library's doing
+      stall('runner', 500, 1_500), // too short to account for the rest
+    ]) {
+      expect(check([...slowClose, other])).toEqual(['6: close() exceeded its bound']);
+    }
+    const neverReturned = [
+      { t: 2, p: 'w2.1', type: 'close-start' },
+      { t: 9_000, p: 'runner', type: 'exit', process: 'w2.1', code: null, signal: 'SIGKILL', expected: true },
+    ];
+    expect(check([...neverReturned, stall('runner', 500, 7_500)])).toEqual([]);
+    expect(check(neverReturned)).toEqual(['6: close() did not return within its bound']);
+  });
 });

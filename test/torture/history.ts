@@ -9,7 +9,8 @@ import { join } from 'node:path';
  *   `log` (a warning or error the library logged);
  * - the runner: `spawn`, `ready`, `kill`, `exit`, `fault` (one injected by a proxy), `fault-reply` (what became of a
  *   delayed or lost reply, and which row it returned), `row` (a row's status or owner
- *   changed in the runner's snapshots), `row-gone` (a row vanished between two snapshots), `phase`.
+ *   changed in the runner's snapshots), `row-gone` (a row vanished between two snapshots), `phase`, `stall` (the
+ *   runner itself stood still for a second or more: the machine's freeze, see `machine-stalls.ts`).
  */
 export interface HistoryLine {
   t: number;

@@ -11,6 +11,7 @@ import { startTestMongoServer } from '../support/mongo-server';
 import { serverErrorCodes } from '../support/server-error-codes';
 import { checkRun, type RunSummary, type Violation } from './checker';
 import { type HistoryLine, HistoryWriter, readHistory } from './history';
+import { MachineStalls } from './machine-stalls';
 import { createPrng, type Prng } from './prng';
 import { GROUPS, ORPHAN_NAME, PROFILES, type TortureProfile, WORKLOAD_NAMES } from './profiles';
 import { type RowSnapshot, RowWatcher } from './row-watcher';
@@ -121,6 +122,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   const slots: WorkerSlot[] = [];
   let driver: ChaosWorker | undefined;
   const watcher = new RowWatcher(jobs, history);
+  const stalls = new MachineStalls(history);
+  stalls.start();
   const stopping = new Set<ChaosWorker>();
   const spawned = new Set<ChaosWorker>();
   const features = { ...detectFeatures(options.packagePath ?? resolve('dist')), ...options.features };
@@ -423,6 +426,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     });
     return { seed: options.seed, profile: profile.name, runDir, summary, violations, history: lines };
   } finally {
+    stalls.stop();
     await watcher.stop();
     for (const worker of spawned) worker.kill('SIGKILL');
     await Promise.all([...spawned].map((worker) => worker.exited));
