@@ -443,6 +443,7 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     expect(row?.lockedBy).toBeUndefined();
     expect(calls.get(job.id)).toBeUndefined();
   });
+
   it('records the lock of a claim whose answer close() cut off at its hard bound: a row it took is on record', async () => {
     // The long checker's seed 4604 (and 4403): a claim landed 260 ms before SIGTERM and the proxy held its answer
     // 3.9 s; close() reached its hard bound and closed the client, which fails the command with MongoClientClosedError
