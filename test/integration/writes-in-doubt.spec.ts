@@ -573,7 +573,6 @@ describe('writes in doubt (wire proxy losing, delaying or refusing answers)', ()
     const takesAfterShutdown: string[] = [];
     const watch = proxy.answerWithError({
       match: (command) => {
-        if (deadline.started) console.log('AFTER', JSON.stringify(command).slice(0, 300));
         // A take of a pending row or a reclaim of an expired one (the step's source alternates): `findAndModify`.
         if (deadline.started && (command.findAndModify === 'jobs' || isStatusUpdate(command, 'jobs', 'running'))) {
           takesAfterShutdown.push(Object.keys(command)[0]);
