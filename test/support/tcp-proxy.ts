@@ -124,7 +124,9 @@ export class TcpProxy {
   async drop(ms: number): Promise<void> {
     this.refuseUntil = Date.now() + ms;
     for (const link of [...this.links]) this.destroy(link);
-    await sleep(ms);
+    // A timer can fire before Date.now() reaches its end: it counts from the event loop's cached time, which lags
+    // behind on a busy machine (a CI run saw the first connection after the outage reset).
+    while (Date.now() < this.refuseUntil) await sleep(this.refuseUntil - Date.now());
   }
 
   /**
