@@ -56,8 +56,10 @@ export function mayHaveLanded(error: unknown): boolean {
  * selection error, not the first attempt's (mongodb 7.8, `executeOperationWithRetries`), so the write may have landed
  * although the error says no server was found. Nothing tells that case from a selection that failed before any attempt,
  * so on such topologies every selection error counts as in doubt: reading a row back costs one read, taking a landed
- * write for one never sent costs an attempt no handler ran. A standalone server (`Single`) has no retryable writes, and
- * an `Unknown` topology has never selected a server to send a first attempt to.
+ * write for one never sent costs an attempt no handler ran. An `Unknown` topology has never selected a server to send a
+ * first attempt to. `Single` is a standalone server (no retryable writes) or a `directConnection`, which the driver
+ * calls `Single` even to a replica-set member: there a retry's selection error is still taken for "never sent", a known
+ * gap (docs/guarantees.md).
  */
 function mayFollowARetryableWrite(error: mongo.MongoServerSelectionError): boolean {
   const type = (error.reason as { type?: unknown } | undefined)?.type;
