@@ -726,6 +726,7 @@ function crashesAndSlowCloses(lines: HistoryLine[], context: CheckContext): Viol
   const violations: Violation[] = [];
   const bound = (context.profile.jobs.shutdownGraceMs as number) + 3_000 + CLOSE_SLACK_MS;
   const closeStarts = new Map<string, HistoryLine>();
+  const stalls = lines.filter((line) => line.type === 'stall');
   for (const line of lines) {
     if (line.type === 'crash') {
       violations.push({
@@ -744,20 +745,22 @@ function crashesAndSlowCloses(lines: HistoryLine[], context: CheckContext): Viol
       });
     }
     if (line.type === 'close-start') closeStarts.set(line.p, line);
-    // The part of a close the whole machine stood still for (the runner's own stalls) is not the library's time.
-    const frozen = line.type === 'close-end' ? stalledWithin(lines, line.t - Number(line.ms), line.t) : 0;
-    if (line.type === 'close-end' && Number(line.ms) - frozen > bound) {
-      violations.push({
-        invariant: 6,
-        title: 'close() exceeded its bound',
-        detail: `${line.p}: ${line.ms} ms${frozen > 0 ? ` (${frozen} ms of it with the machine stalled)` : ''} against shutdownGraceMs + 3 s (+${CLOSE_SLACK_MS} ms slack) = ${bound} ms`,
-        evidence: [closeStarts.get(line.p) as HistoryLine, line],
-      });
+    if (line.type === 'close-end') {
+      // The part of a close the whole machine stood still for (the runner's own stalls) is not the library's time.
+      const frozen = stalledWithin(stalls, line.t - Number(line.ms), line.t);
+      if (Number(line.ms) - frozen > bound) {
+        violations.push({
+          invariant: 6,
+          title: 'close() exceeded its bound',
+          detail: `${line.p}: ${line.ms} ms${frozen > 0 ? ` (${frozen} ms of it with the machine stalled)` : ''} against shutdownGraceMs + 3 s (+${CLOSE_SLACK_MS} ms slack) = ${bound} ms`,
+          evidence: [closeStarts.get(line.p) as HistoryLine, line],
+        });
+      }
     }
     if (line.type === 'exit' && closeStarts.has(line.process as string)) {
       const start = closeStarts.get(line.process as string) as HistoryLine;
       const closed = lines.some((other) => other.type === 'close-end' && other.p === line.process);
-      if (!closed && line.t - start.t - stalledWithin(lines, start.t, line.t) > bound) {
+      if (!closed && line.t - start.t - stalledWithin(stalls, start.t, line.t) > bound) {
         violations.push({
           invariant: 6,
           title: 'close() did not return within its bound',
