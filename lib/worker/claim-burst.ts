@@ -24,15 +24,22 @@ export interface BurstSteps {
    * what it returns. Never rejects.
    */
   claim(excluded: string[], names: readonly string[], want: number): Promise<ClaimStepAnswer>;
+  /**
+   * Before a step in a backlog: lets slots that are about to free join it (see `JobRunner.gatherFinishing`), so jobs
+   * that ended together are claimed again together. Never rejects.
+   */
+  gather(): Promise<void>;
 }
 
 /**
  * Claims while work is due and slots are free. It opens with one single-job claim (an empty queue costs one claim per
  * poll, and a lone job is picked up as by a one-at-a-time loop), unless the last burst ended with every slot full
- * (`backlog`). Once a claim of the burst took a job there is a backlog: the next step asks for every free slot at once (up to `maxBatch`, the `claimBatchSize` option: a batch claim), and nothing else
- * is sent while a batch is in flight; a step asking for one job allows one more in flight per job claimed, up to
- * `MAX_CLAIMS_IN_FLIGHT`. The first step that finds nothing or throws stops new ones; resolves once every step in
- * flight landed, with how the burst ended and whether every step of it threw (one failed poll, however many it sent).
+ * (`backlog`). Once a claim of the burst took a job there is a backlog: the next step asks for every free slot at
+ * once (up to `maxBatch`, the `claimBatchSize` option: a batch claim), after `gather` let slots about to free join it,
+ * and nothing else is sent while a batch is in flight; a step asking for one job allows one more in flight per job
+ * claimed, up to `MAX_CLAIMS_IN_FLIGHT`. The first step that finds nothing or throws stops new ones; resolves once
+ * every step in flight landed, with how the burst ended and whether every step of it threw (one failed poll, however
+ * many it sent).
  */
 export async function claimBurst(
   steps: BurstSteps,
@@ -48,6 +55,9 @@ export async function claimBurst(
   const mayClaimMore = () =>
     !burst.batching && inFlight.size < Math.min(MAX_CLAIMS_IN_FLIGHT, Math.max(1, burst.claimed)) && steps.room() > 0;
   for (;;) {
+    // Before a batch step (claimBatchSize 1 never batches): slots about to free may join it.
+    if (maxBatch > 1 && burst.end === undefined && (backlog || burst.claimed > 0) && mayClaimMore())
+      await steps.gather();
     while (burst.end === undefined && mayClaimMore()) {
       const { excluded, names } = steps.nextNames();
       if (names.length === 0) {

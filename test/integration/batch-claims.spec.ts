@@ -306,6 +306,41 @@ describe('batch claims', () => {
     expect(small.largestTake).toBe(3);
   });
 
+  it('claims jobs that ended together again together: a backlog drains in batches, not a single claim a round', async () => {
+    const dbName = uniqueDatabaseName('batch_regroup');
+    const commands: Document[] = [];
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { concurrency: 4, pollIntervalMs: 50 },
+      providers: [Handlers],
+      mongoose: {
+        monitorCommands: true,
+        connectionFactory: (connection: { getClient(): MongoClient }) => {
+          connection.getClient().on('commandStarted', (event) => commands.push(event.command));
+          return connection;
+        },
+      },
+    });
+    apps.push(app);
+    // Enqueued before the worker hears of them: its burst opens with one single claim, then a batch for the other three
+    // slots. Left alone, those two groups (one job, three jobs) would each be claimed and completed apart, every round.
+    await rawJobs(dbName).insertMany(
+      Array.from({ length: 64 }, (_, i) =>
+        storedJobRow({ name: 'batched', payload: { i }, status: 'pending', runAt: new Date(0), finishedAt: undefined }),
+      ),
+    );
+    await waitFor(async () => (await rawJobs(dbName).countDocuments({ status: 'completed' })) === 64, '64 completed');
+
+    const singles = commands.filter(
+      (command) => command.findAndModify === 'jobs' && command.query?.status === 'pending',
+    ).length;
+    const takes = commands.filter(isBatchTake).map((command) => command.updates.length);
+    // 16 rounds of 4: apart, a single claim in each (16); gathered, the opening one and a few after a slow write.
+    expect(singles).toBeLessThanOrEqual(6);
+    expect(takes.filter((size) => size === 4).length).toBeGreaterThanOrEqual(10);
+  });
+
   it('hands back every row of a batch still in flight when the worker shuts down: none runs, none is charged', async () => {
     const dbName = uniqueDatabaseName('batch_shutdown');
     const release = deferred();

@@ -15,17 +15,21 @@ const MAX_BATCH = DEFAULT_JOBS_OPTIONS.claimBatchSize;
  * the slots it asks for while in flight; the jobs it takes keep theirs (they run until the test ends).
  */
 function scriptedBurst(options: {
-  slots: number;
+  /** Free slots besides what the burst's steps hold and took (a function: they change while it runs). */
+  slots: number | (() => number);
   names?: () => readonly string[];
   backlog?: boolean;
   maxBatch?: number;
+  /** What `gather` waits for (default: nothing). */
+  gather?: () => Promise<void>;
 }) {
   const pending: { want: number; resolve: (answer: ClaimStepAnswer) => void }[] = [];
   let held = 0;
   let running = 0;
   let idle = 0;
+  let gathers = 0;
   const steps: BurstSteps = {
-    room: () => options.slots - held - running,
+    room: () => (typeof options.slots === 'number' ? options.slots : options.slots()) - held - running,
     nextNames: () => ({ excluded: [], names: options.names?.() ?? ['a'] }),
     nothingToAsk: () => {
       idle += 1;
@@ -43,6 +47,10 @@ function scriptedBurst(options: {
         }),
       );
     },
+    gather: () => {
+      gathers += 1;
+      return options.gather?.() ?? Promise.resolve();
+    },
   };
   return {
     done: claimBurst(steps, options.backlog ?? false, options.maxBatch ?? MAX_BATCH),
@@ -50,11 +58,16 @@ function scriptedBurst(options: {
     /** What each step in flight asks for. */
     wants: () => pending.map((step) => step.want),
     idle: () => idle,
+    gathers: () => gathers,
+    /** Lets the burst go on as far as it can without an answer. */
+    async settle(): Promise<void> {
+      for (let i = 0; i < 10; i += 1) await Promise.resolve();
+    },
     /** Answers the oldest step in flight (`claimed`: `jobs` jobs, by default all it asked for), then lets it go on. */
     async answer(result: ClaimStepResult, jobs?: number): Promise<void> {
       const step = pending.shift() as (typeof pending)[number];
       step.resolve({ result, jobs: result === 'claimed' ? (jobs ?? step.want) : 0 });
-      for (let i = 0; i < 5; i += 1) await Promise.resolve();
+      await this.settle();
     },
   };
 }
@@ -97,11 +110,14 @@ describe('claimBurst', () => {
     expect(burst.wants()).toEqual([1, 1]);
     await burst.answer('empty');
     await burst.answer('claimed');
+    expect(burst.gathers()).toBe(0); // it never batches: nothing to gather for
     await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
   });
 
   it('opens with a batch after a burst that filled every slot (a backlog)', async () => {
     const burst = scriptedBurst({ slots: 6, backlog: true });
+    await burst.settle(); // it gathers first
+    expect(burst.gathers()).toBe(1);
     expect(burst.wants()).toEqual([6]);
     await burst.answer('claimed');
     await expect(burst.done).resolves.toEqual({ end: 'full', everyClaimFailed: false });
@@ -138,5 +154,37 @@ describe('claimBurst', () => {
     expect(burst.inFlight()).toBe(0);
     await expect(burst.done).resolves.toEqual({ end: 'empty', everyClaimFailed: false });
     expect(burst.idle()).toBe(1);
+  });
+
+  it('lets finishing slots gather before each batch step, never before the opening single claim', async () => {
+    const burst = scriptedBurst({ slots: 10 });
+    expect(burst.wants()).toEqual([1]);
+    expect(burst.gathers()).toBe(0);
+    await burst.answer('claimed');
+    expect(burst.gathers()).toBe(1);
+    await burst.answer('claimed', 4);
+    expect(burst.gathers()).toBe(2);
+    await burst.answer('claimed');
+    await expect(burst.done).resolves.toEqual({ end: 'full', everyClaimFailed: false });
+    expect(burst.gathers()).toBe(2); // nothing left to claim: no gathering for nothing
+  });
+
+  it("sends a backlog's step only once the gathering ended, for the room there is then", async () => {
+    let endGather = () => {};
+    let free = 4; // 12 of 16 slots busy, their outcomes being written
+    const burst = scriptedBurst({
+      slots: () => free,
+      backlog: true,
+      gather: () => new Promise<void>((resolve) => (endGather = resolve)),
+    });
+    await burst.settle();
+    expect(burst.gathers()).toBe(1);
+    expect(burst.inFlight()).toBe(0);
+    free = 16; // the outcomes landed
+    endGather();
+    await burst.settle();
+    expect(burst.wants()).toEqual([16]);
+    await burst.answer('claimed');
+    await expect(burst.done).resolves.toEqual({ end: 'full', everyClaimFailed: false });
   });
 });
