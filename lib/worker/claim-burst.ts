@@ -25,7 +25,7 @@ export interface BurstSteps {
    */
   claim(excluded: string[], names: readonly string[], want: number): Promise<ClaimStepAnswer>;
   /**
-   * Before a step in a backlog: lets slots that are about to free join it (see `JobRunner.gatherFinishing`), so jobs
+   * Before a step in a backlog: lets slots that are about to free join it (see `FinishingSlots.gather`), so jobs
    * that ended together are claimed again together. Never rejects.
    */
   gather(): Promise<void>;

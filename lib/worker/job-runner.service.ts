@@ -25,6 +25,7 @@ import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { type ClaimStepAnswer, claimBurst } from './claim-burst.js';
+import { FinishingSlots } from './finishing-slots.js';
 import { ignoredAbortMessage } from './ignored-abort-message.js';
 import { JobChangeFeed } from './job-change-feed.js';
 import { NameCapacity } from './name-capacity.js';
@@ -36,9 +37,6 @@ import { describeShutdown } from './shutdown-summary.js';
 import { SlotReservation } from './slot-reservation.js';
 import { UnstartedClaims } from './unstarted-claims.js';
 import type { PollState, WorkerState } from './worker-state.js';
-
-/** The longest a claim in a backlog waits for slots about to free (see `gatherFinishing`). */
-const GATHER_MAX_MS = 50;
 
 /**
  * The worker: one poll loop with `concurrency` slots. While work is due and slots are free it keeps up to
@@ -56,13 +54,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private readonly names = new NameCapacity((name) => this.limitOf(name));
   /** Slots held by claims sent and not answered yet (a batch claim holds as many as it may fill). */
   private claimsInFlight = 0;
-  /** Executions whose handler has settled and whose outcome write is under way: slots about to free. */
-  private finishing = 0;
   /** Claim steps sent and not answered yet (what shutdown reports as unanswered claims). */
   private claimSteps = 0;
   /** Slots `runNow` calls hold while they claim (see `reserveSlot`): the poll loop and other runNows leave them free. */
   private reservedSlots = 0;
   private readonly pacing: PollPacing;
+  /** Slots whose outcome is being written: a claim in a backlog waits for them (see `FinishingSlots`). */
+  private readonly finishing: FinishingSlots;
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
@@ -86,6 +84,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     feed: JobChangeFeed,
   ) {
     this.pacing = new PollPacing(options, feed, claims);
+    this.finishing = new FinishingSlots(this.pacing);
     const logError = (what: string, error: unknown) => this.logError(what, error);
     this.unstarted = new UnstartedClaims({ finalizer, events, telemetry, logger: this.logger, logError });
     workArrived.arrivals$.subscribe((runAt) => this.pacing.arrived(runAt));
@@ -221,7 +220,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     const run = attempt ? attempt.run(() => this.runToEnd(entry, about)) : this.runToEnd(entry, about);
     entry.done = run.finally(() => {
       this.running.delete(claim.lockId);
-      if (entry.handlerSettled) this.finishing -= 1;
+      if (entry.handlerSettled) this.finishing.freed();
       this.names.adjustRunning(claim.doc.name, -1);
       this.claims.slotFreed(claim.doc.name);
       this.pacing.wake();
@@ -247,7 +246,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       return { kind: 'abandoned', reason: error instanceof Error ? error : new Error(String(error)) };
     }
     entry.handlerSettled = true; // only the outcome write is left
-    this.finishing += 1;
+    this.finishing.handlerSettled();
     try {
       entry.fate = await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
     } catch (error) {
@@ -293,7 +292,12 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
         },
         nothingToAsk: () => this.record.polled(),
         claim: (excluded, names, want) => this.claimStep(excluded, names, want),
-        gather: () => this.gatherFinishing(),
+        gather: () =>
+          this.finishing.gather(
+            this.running.size,
+            () => this.room(),
+            () => this.stopping,
+          ),
       },
       this.backlog,
       this.options.claimBatchSize,
@@ -308,23 +312,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /** Slots free besides those the claims in flight hold (0 when stopping). */
   private room(): number {
     return this.stopping ? 0 : this.options.concurrency - this.running.size - this.reservedSlots - this.claimsInFlight;
-  }
-
-  /**
-   * In a backlog, a claim for fewer slots than are about to free waits for them: jobs that ended together are then
-   * claimed together, in one batch, and their outcomes go out in one bulk. Without it a worker whose slots once split
-   * into groups (a burst's opening single claim, then a batch for the rest) keeps claiming and completing each group
-   * apart for as long as the backlog lasts. First one turn, so that handlers started by the last claim and already
-   * done count as finishing; then, while more slots are finishing than are free, until one frees, for
-   * `GATHER_MAX_MS` at most (an outcome write retrying through faults must not hold the free slots idle).
-   */
-  private async gatherFinishing(): Promise<void> {
-    if (this.running.size === 0) return;
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    const until = Date.now() + GATHER_MAX_MS;
-    while (!this.stopping && this.finishing > this.room() && Date.now() < until) {
-      await this.pacing.wait(until - Date.now());
-    }
   }
 
   /**
