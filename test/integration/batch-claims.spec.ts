@@ -82,6 +82,28 @@ describe('batch claims', () => {
     apps.push(app);
     return { app, claims: app.get(JobClaimService) };
   }
+  /** A worker polling every 50 ms through the proxy, and every command it sends, in order. */
+  async function workerSeeingCommands(
+    dbName: string,
+    options: { concurrency: number; claimBatchSize?: number },
+  ): Promise<{ app: JobsTestApp; commands: Document[] }> {
+    const commands: Document[] = [];
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { pollIntervalMs: 50, ...options },
+      providers: [Handlers],
+      mongoose: {
+        monitorCommands: true,
+        connectionFactory: (connection: { getClient(): MongoClient }) => {
+          connection.getClient().on('commandStarted', (event) => commands.push(event.command));
+          return connection;
+        },
+      },
+    });
+    apps.push(app);
+    return { app, commands };
+  }
   const rawJobs = (dbName: string) => client.db(dbName).collection<Document>('jobs');
   const idsOf = (claims: ClaimedJob[] | null) => (claims ?? []).map((claim) => claim.doc._id.toHexString());
 
@@ -268,21 +290,10 @@ describe('batch claims', () => {
   it('claims a backlog one job per findOneAndUpdate with claimBatchSize 1, in batches of at most claimBatchSize otherwise', async () => {
     const claimCommands = async (claimBatchSize?: number) => {
       const dbName = uniqueDatabaseName('batch_size');
-      const commands: Document[] = [];
-      const app = await createJobsTestApp({
-        dbName,
-        uri: proxy.uri,
-        options: { concurrency: 8, pollIntervalMs: 50, ...(claimBatchSize ? { claimBatchSize } : {}) },
-        providers: [Handlers],
-        mongoose: {
-          monitorCommands: true,
-          connectionFactory: (connection: { getClient(): MongoClient }) => {
-            connection.getClient().on('commandStarted', (event) => commands.push(event.command));
-            return connection;
-          },
-        },
+      const { app, commands } = await workerSeeingCommands(dbName, {
+        concurrency: 8,
+        ...(claimBatchSize ? { claimBatchSize } : {}),
       });
-      apps.push(app);
       await app.jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ name: 'batched', payload: { i } })));
       await waitFor(async () => (await rawJobs(dbName).countDocuments({ status: 'completed' })) === 40, '40 completed');
       return {
@@ -308,21 +319,7 @@ describe('batch claims', () => {
 
   it('claims jobs that ended together again together: a backlog drains in batches, not a single claim a round', async () => {
     const dbName = uniqueDatabaseName('batch_regroup');
-    const commands: Document[] = [];
-    const app = await createJobsTestApp({
-      dbName,
-      uri: proxy.uri,
-      options: { concurrency: 4, pollIntervalMs: 50 },
-      providers: [Handlers],
-      mongoose: {
-        monitorCommands: true,
-        connectionFactory: (connection: { getClient(): MongoClient }) => {
-          connection.getClient().on('commandStarted', (event) => commands.push(event.command));
-          return connection;
-        },
-      },
-    });
-    apps.push(app);
+    const { commands } = await workerSeeingCommands(dbName, { concurrency: 4 });
     // Enqueued before the worker hears of them: its burst opens with one single claim, then a batch for the other three
     // slots. Left alone, those two groups (one job, three jobs) would each be claimed and completed apart, every round.
     await rawJobs(dbName).insertMany(

@@ -22,8 +22,12 @@ function fakePacing() {
 }
 
 describe('FinishingSlots', () => {
-  beforeEach(() => jest.useFakeTimers({ now: 1_000_000 }));
-  afterEach(() => jest.useRealTimers());
+  beforeEach(() => {
+    jest.useFakeTimers({ now: 1_000_000 });
+  });
+  afterEach(() => {
+    jest.useRealTimers();
+  });
 
   /** Settles `gather`'s promise as far as timers up to `ms` allow; says whether it resolved. */
   async function resolvedWithin(gathering: Promise<void>, ms: number): Promise<boolean> {
