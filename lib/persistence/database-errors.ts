@@ -1,4 +1,5 @@
 import { mongo } from 'mongoose';
+import { tookRetryableWrites } from './retryable-write-servers.js';
 
 /**
  * Reading the driver's errors: whether a failed write may land if sent again. Modules outside `persistence/` ask
@@ -58,12 +59,14 @@ export function mayHaveLanded(error: unknown): boolean {
  * so on such topologies every selection error counts as in doubt: reading a row back costs one read, taking a landed
  * write for one never sent costs an attempt no handler ran. An `Unknown` topology has never selected a server to send a
  * first attempt to. `Single` is a standalone server (no retryable writes) or a `directConnection`, which the driver
- * calls `Single` even to a replica-set member: there a retry's selection error is still taken for "never sent", a known
- * gap (docs/guarantees.md).
+ * calls `Single` even to a replica-set primary: there the server's description is `Unknown` by the time selection
+ * fails, so what it was before decides (`tookRetryableWrites`, learnt from the client's monitoring).
  */
 function mayFollowARetryableWrite(error: mongo.MongoServerSelectionError): boolean {
-  const type = (error.reason as { type?: unknown } | undefined)?.type;
-  return type !== undefined && type !== mongo.TopologyType.Single && type !== mongo.TopologyType.Unknown;
+  const reason = error.reason as { type?: unknown; servers?: ReadonlyMap<string, unknown> } | undefined;
+  const type = reason?.type;
+  if (type === mongo.TopologyType.Single) return tookRetryableWrites(reason?.servers?.keys() ?? []);
+  return type !== undefined && type !== mongo.TopologyType.Unknown;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   proxyTarget,
   uriThroughProxy,
 } from './proxy-target';
+import { asReplicaSetPrimary, isHelloRequest } from './replica-set-hello';
 import { commandOf, framer, MORE_TO_COME, OP_MSG, parseOpMsg, replyTo } from './wire-messages';
 
 /** The server error a rule answers with: `{ ok: 0, code, errmsg }` (no `code` at all when it is undefined). */
@@ -57,6 +58,8 @@ export interface ReplyRule {
   times?: number;
   /** Drop the reply and close the connection (`afterMs` after it arrived, or at once), or pass it on after `delayMs`. */
   action: { lose: true; afterMs?: number } | { delayMs: number };
+  /** Called as each matched command's answer arrives from the server (the write has landed), before its fate. */
+  onAnswer?: () => void;
 }
 
 /** A reply rule in force: `hits` counts commands forwarded under it, `answered` replies it dropped or delayed. */
@@ -74,6 +77,7 @@ interface ReplyFate {
 interface ReplyRuleState {
   match: (command: Document) => boolean;
   fate: ReplyFate;
+  onAnswer?: () => void;
   left: number;
   hits: number;
   answered: number;
@@ -96,6 +100,8 @@ export class ErrorReplyProxy {
   private readonly sockets = new Set<Socket>();
   private readonly rules: RuleState[] = [];
   private readonly replyRules: ReplyRuleState[] = [];
+  /** Set by `presentAsReplicaSetPrimary`: the set every hello answer names. */
+  private replicaSetName?: string;
 
   private constructor(
     private readonly server: Server,
@@ -154,11 +160,24 @@ export class ErrorReplyProxy {
       'lose' in action
         ? { lose: true, ...(action.afterMs !== undefined && { wait: () => sleep(action.afterMs ?? 0) }) }
         : { wait: () => sleep(action.delayMs) };
-    return this.addReplyRule(rule.match, rule.times, fate);
+    return this.addReplyRule(rule.match, rule.times, fate, rule.onAnswer);
   }
 
-  private addReplyRule(match: ReplyRuleState['match'], times = 1, fate: ReplyFate): ActiveReplyRule {
-    const state: ReplyRuleState = { match, fate, left: times, hits: 0, answered: 0 };
+  /**
+   * From now on, answers every hello as a replica-set primary named `setName` that takes sessions would (see
+   * `asReplicaSetPrimary`), so that the driver sends retryable writes through this proxy, to a server that has none.
+   */
+  presentAsReplicaSetPrimary(setName = 'rs0'): void {
+    this.replicaSetName = setName;
+  }
+
+  private addReplyRule(
+    match: ReplyRuleState['match'],
+    times = 1,
+    fate: ReplyFate,
+    onAnswer?: () => void,
+  ): ActiveReplyRule {
+    const state: ReplyRuleState = { match, fate, onAnswer, left: times, hits: 0, answered: 0 };
     this.replyRules.push(state);
     return {
       get hits() {
@@ -183,9 +202,12 @@ export class ErrorReplyProxy {
     pairSockets(client, upstream, this.sockets);
     /** Request ids on this connection whose answer is held back or lost, by the rule that picked them. */
     const intercepted = new Map<number, ReplyRuleState>();
+    /** Request ids of hellos whose answer is to be rewritten (`presentAsReplicaSetPrimary`). */
+    const hellos = new Set<number>();
     client.on(
       'data',
       framer((message) => {
+        if (this.replicaSetName !== undefined && isHelloRequest(message)) hellos.add(message.readInt32LE(4));
         const answer = this.errorFor(message);
         if (answer) {
           client.write(answer);
@@ -200,11 +222,18 @@ export class ErrorReplyProxy {
     let outgoing = settled;
     upstream.on(
       'data',
-      framer((message) => {
-        const responseTo = message.readInt32LE(8);
+      framer((answer) => {
+        const responseTo = answer.readInt32LE(8);
+        const message =
+          hellos.delete(responseTo) && this.replicaSetName !== undefined
+            ? asReplicaSetPrimary(answer, this.replicaSetName, `127.0.0.1:${this.port}`)
+            : answer;
         const rule = intercepted.get(responseTo);
         intercepted.delete(responseTo);
-        if (rule !== undefined) rule.answered += 1;
+        if (rule !== undefined) {
+          rule.answered += 1;
+          rule.onAnswer?.();
+        }
         const lose = rule?.fate.lose === true;
         const hold = rule?.fate.wait;
         if (lose && hold === undefined) {

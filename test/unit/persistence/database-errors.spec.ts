@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { describe, expect, it } from '@jest/globals';
 import { mongo } from 'mongoose';
 import { commandError, refusedWrites } from '../../../lib/persistence/bulk-write-errors';
@@ -10,6 +11,7 @@ import {
   type WriteErrorKind,
   WriteOutcomeUnknownError,
 } from '../../../lib/persistence/database-errors';
+import { watchRetryableWriteServers } from '../../../lib/persistence/retryable-write-servers';
 
 const serverError = (code: number | undefined, labels: string[] = []) => {
   const error = new mongo.MongoServerError({ message: `code ${code}`, code, errorLabels: labels });
@@ -121,6 +123,35 @@ describe('errors after which a write may have reached the server', () => {
     expect(mayHaveLanded(selectionError(type))).toBe(true);
     // Still "not now": the write is sent again (fenced), and a later miss is checked against the row.
     expect(classifyWriteError(selectionError(type))).toBe('transient');
+  });
+
+  it('on a direct connection, a selection error is in doubt once that server was seen as a replica-set primary', () => {
+    const client = Object.assign(new EventEmitter(), {
+      topology: { description: { servers: new Map([['10.0.0.1:27017', { type: mongo.ServerType.RSPrimary }]]) } },
+    });
+    const singleDown = (address: string) =>
+      new mongo.MongoServerSelectionError('no server', {
+        type: mongo.TopologyType.Single,
+        servers: new Map([[address, { type: mongo.ServerType.Unknown }]]),
+      } as never);
+    expect(mayHaveLanded(singleDown('10.0.0.1:27017'))).toBe(false); // nothing learnt yet: a standalone, as far as known
+
+    watchRetryableWriteServers(client);
+    // Known from the client's description at the time it was watched: its retry may have followed a landed attempt.
+    expect(mayHaveLanded(singleDown('10.0.0.1:27017'))).toBe(true);
+    // Learnt from its monitoring later: a router, then the same address serving a standalone.
+    const described = (address: string, type: string) =>
+      client.emit('serverDescriptionChanged', { address, newDescription: { type } });
+    expect(mayHaveLanded(singleDown('10.0.0.2:27017'))).toBe(false);
+    described('10.0.0.2:27017', mongo.ServerType.Mongos);
+    expect(mayHaveLanded(singleDown('10.0.0.2:27017'))).toBe(true);
+    described('10.0.0.2:27017', mongo.ServerType.Unknown); // going down changes nothing
+    expect(mayHaveLanded(singleDown('10.0.0.2:27017'))).toBe(true);
+    described('10.0.0.2:27017', mongo.ServerType.Standalone);
+    expect(mayHaveLanded(singleDown('10.0.0.2:27017'))).toBe(false);
+    // Watching a client twice adds no second listener.
+    watchRetryableWriteServers(client);
+    expect(client.listenerCount('serverDescriptionChanged')).toBe(1);
   });
 
   it('close() interrupting a command on a checked-out connection leaves it in doubt', () => {

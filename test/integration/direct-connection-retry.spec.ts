@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Injectable } from '@nestjs/common';
+import { type Document, ObjectId } from 'bson';
+import type { MongoClient } from 'mongodb';
+import { JobHandler } from '../../lib';
+import { JobClaimService } from '../../lib/claim/job-claim.service';
+import { ErrorReplyProxy } from '../support/error-reply-proxy';
+import { createJobsTestApp } from '../support/jobs-app';
+import { TcpProxy } from '../support/tcp-proxy';
+import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
+
+/**
+ * A `directConnection` to a replica-set primary: the driver calls the topology `Single`, yet its writes are retryable.
+ * When a claim's answer is lost after it landed, the driver sends it again after a new server selection, and when that
+ * selection fails it throws the selection error, not the network error. The test server has no replica set: the proxy
+ * next to the driver answers every hello as a primary's (with sessions), and a second proxy behind it refuses
+ * connections for a while, so that the retry finds no server.
+ */
+
+@Injectable()
+class Handlers {
+  @JobHandler('direct')
+  direct() {}
+}
+
+const isClaim = (command: Document) =>
+  command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
+
+describe('a claim on a direct connection to a replica-set primary, whose retry finds no server', () => {
+  let outage: TcpProxy;
+  let proxy: ErrorReplyProxy;
+  let client: MongoClient;
+
+  beforeAll(async () => {
+    outage = await TcpProxy.start(testMongoUri());
+    proxy = await ErrorReplyProxy.start(outage.uri);
+    proxy.presentAsReplicaSetPrimary();
+    client = await connectTestClient({ maxPoolSize: 2 });
+  });
+  afterAll(async () => {
+    await client?.close();
+    await proxy?.close();
+    await outage?.close();
+  });
+
+  it('is read back by its lock id, not taken for one never sent: the row it took runs, charged nothing', async () => {
+    const dbName = uniqueDatabaseName('direct_retry');
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      // A short selection timeout: the retry gives up while connections are still refused, well within the lease.
+      mongoose: { serverSelectionTimeoutMS: 300 },
+      options: { worker: false, leaseMs: 10_000, changeStream: false },
+      providers: [Handlers],
+    });
+    const driver = app.get(JobClaimService);
+    try {
+      const job = await app.jobs.enqueue('direct', {});
+      let outageOver: Promise<void> = Promise.resolve();
+      const lost = proxy.interceptReply({
+        match: isClaim,
+        action: { lose: true },
+        // The claim landed: its answer is lost, and for 1.5 s no connection gets through (the retry's selection fails).
+        onAnswer: () => {
+          outageOver = outage.drop(1_500);
+        },
+      });
+
+      const claim = await driver.claimNext();
+      await outageOver;
+
+      expect(lost.answered).toBe(1);
+      const raw = client.db(dbName).collection<Document>('jobs');
+      expect(claim?.doc._id.toHexString()).toBe(job.id);
+      expect(await raw.findOne({ _id: new ObjectId(job.id) })).toMatchObject({
+        status: 'running',
+        lockedBy: claim?.lockId,
+        attemptCount: 0,
+      });
+    } finally {
+      await app.close();
+    }
+  });
+});
