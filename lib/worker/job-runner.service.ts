@@ -220,7 +220,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     const run = attempt ? attempt.run(() => this.runToEnd(entry, about)) : this.runToEnd(entry, about);
     entry.done = run.finally(() => {
       this.running.delete(claim.lockId);
-      if (entry.handlerSettled) this.finishing.freed();
+      this.finishing.freed(entry);
       this.names.adjustRunning(claim.doc.name, -1);
       this.claims.slotFreed(claim.doc.name);
       this.pacing.wake();
@@ -246,7 +246,7 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       return { kind: 'abandoned', reason: error instanceof Error ? error : new Error(String(error)) };
     }
     entry.handlerSettled = true; // only the outcome write is left
-    this.finishing.handlerSettled();
+    this.finishing.handlerSettled(entry);
     try {
       entry.fate = await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
     } catch (error) {

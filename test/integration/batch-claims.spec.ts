@@ -6,6 +6,7 @@ import { type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import type { ClaimedJob } from '../../lib/model/claimed-job';
 import { MAX_ATTEMPT_HISTORY } from '../../lib/model/jobs.constants';
+import { GATHER_MAX_MS } from '../../lib/worker/finishing-slots';
 import { JobRunner } from '../../lib/worker/job-runner.service';
 import { ErrorReplyProxy } from '../support/error-reply-proxy';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
@@ -336,6 +337,48 @@ describe('batch claims', () => {
     // 16 rounds of 4: apart, a single claim in each (16); gathered, the opening one and a few after a slow write.
     expect(singles).toBeLessThanOrEqual(6);
     expect(takes.filter((size) => size === 4).length).toBeGreaterThanOrEqual(10);
+  });
+
+  it('does not hold the free slots for outcome writes that keep failing: only slots about to free are waited for', async () => {
+    const dbName = uniqueDatabaseName('batch_stuck_outcomes');
+    const app = await createJobsTestApp({
+      dbName,
+      uri: proxy.uri,
+      options: { concurrency: 3, pollIntervalMs: 1_000 },
+      providers: [Handlers],
+    });
+    apps.push(app);
+    // Waits of the poll pacing shorter than a poll interval: a batch claim gathering (nothing else here waits so little).
+    const pacing = (app.get(JobRunner) as unknown as { pacing: { wait(ms: number): Promise<void> } }).pacing;
+    const gatherWaits = jest.spyOn(pacing, 'wait');
+    const shortWaits = () => gatherWaits.mock.calls.filter(([ms]) => ms <= GATHER_MAX_MS).length;
+    // Two jobs whose completion the server refuses with a transient error, for as long as the test runs: their slots
+    // stay finishing (the write is retried while the lease lives), with one slot free beside them.
+    const stuck = new Set(
+      (await app.jobs.enqueueMany([{ name: 'batched' }, { name: 'batched' }])).map((job) => job.id),
+    );
+    const refusals = proxy.answerWithError({
+      match: (command) =>
+        command.update === 'jobs' &&
+        (command.updates as Document[]).some((update) => stuck.has(String(update.q?._id)) && update.q?.lockedBy),
+      code: 11601,
+      codeName: 'Interrupted',
+      times: 100_000,
+    });
+    try {
+      await waitFor(() => refusals.hits >= 4, 'the two completions refused twice each');
+      const before = shortWaits();
+      await app.jobs.enqueueMany(Array.from({ length: 40 }, (_, i) => ({ name: 'batched', payload: { i } })));
+      await waitFor(
+        async () => (await rawJobs(dbName).countDocuments({ status: 'completed' })) === 40,
+        '40 completed beside the two stuck',
+      );
+      // Before, each of the 40 claims into the one free slot waited out the bound for the two stuck slots.
+      expect(shortWaits() - before).toBeLessThanOrEqual(3);
+      expect(await rawJobs(dbName).countDocuments({ status: 'running' })).toBe(2);
+    } finally {
+      refusals.remove();
+    }
   });
 
   it('hands back every row of a batch still in flight when the worker shuts down: none runs, none is charged', async () => {
