@@ -4,7 +4,7 @@ import { type Document, ObjectId } from 'bson';
 import type { MongoClient } from 'mongodb';
 import { JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
-import { ErrorReplyProxy } from '../support/error-reply-proxy';
+import { ErrorReplyProxy, isClaim } from '../support/error-reply-proxy';
 import { createJobsTestApp } from '../support/jobs-app';
 import { TcpProxy } from '../support/tcp-proxy';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
@@ -22,9 +22,6 @@ class Handlers {
   @JobHandler('direct')
   direct() {}
 }
-
-const isClaim = (command: Document) =>
-  command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
 
 describe('a claim on a direct connection to a replica-set primary, whose retry finds no server', () => {
   let outage: TcpProxy;

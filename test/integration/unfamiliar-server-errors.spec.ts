@@ -4,7 +4,7 @@ import type { Document } from 'bson';
 import type { Collection, MongoClient } from 'mongodb';
 import type { Subscription } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
-import { ErrorReplyProxy, type InjectedError, isStatusUpdate } from '../support/error-reply-proxy';
+import { ErrorReplyProxy, type InjectedError, isClaim, isStatusUpdate } from '../support/error-reply-proxy';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -34,9 +34,6 @@ class Handlers {
   }
 }
 
-/** A claim of a pending row (`take`/`takeById`): one `findAndModify` that sets `status: 'running'`. */
-const isClaim = (command: Document) =>
-  command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
 /** A lease renewal, alone (`findAndModify`) or batched (`update` with several owner-fenced `$max`). */
 const isRenewal = (command: Document) =>
   (command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$max?.lockedUntil !== undefined) ||

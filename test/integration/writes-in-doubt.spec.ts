@@ -6,7 +6,7 @@ import type { Subscription } from 'rxjs';
 import { type JobEvent, type JobExecutionContext, JobHandler } from '../../lib';
 import { JobClaimService } from '../../lib/claim/job-claim.service';
 import { ShutdownDeadline } from '../../lib/model/shutdown-deadline';
-import { ErrorReplyProxy, isStatusUpdate } from '../support/error-reply-proxy';
+import { ErrorReplyProxy, isClaim, isStatusUpdate } from '../support/error-reply-proxy';
 import { createJobsTestApp, type JobsTestApp, waitFor } from '../support/jobs-app';
 import { connectTestClient, testMongoUri, uniqueDatabaseName } from '../support/test-database';
 
@@ -55,9 +55,6 @@ class SoloHandlers {
   }
 }
 
-/** A claim of a pending row: one `findAndModify` that sets `status: 'running'`. */
-const isClaim = (command: Document) =>
-  command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
 /** A lease renewal, alone (`findAndModify`) or batched (`update` with owner-fenced `$max`). */
 const isRenewal = (command: Document) =>
   (command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$max?.lockedUntil !== undefined) ||

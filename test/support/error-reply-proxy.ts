@@ -301,3 +301,8 @@ export function isStatusUpdate(command: Document, collection: string, status: st
   const updates = command.updates as { u?: { $set?: { status?: unknown } } }[] | undefined;
   return command.update === collection && updates?.[0]?.u?.$set?.status === status;
 }
+
+/** A claim of a pending job (`take`/`takeById`): one `findAndModify` on `jobs` that sets `status: 'running'`. */
+export function isClaim(command: Document): boolean {
+  return command.findAndModify === 'jobs' && (command.update as Document | undefined)?.$set?.status === 'running';
+}
