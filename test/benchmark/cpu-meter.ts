@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** CPU time of this process and, on Linux with a known pid, of the server process, between `start` and `stop`. */
 export class CpuMeter {
@@ -7,7 +7,10 @@ export class CpuMeter {
 
   constructor(private readonly serverPid: number | null) {}
 
+  private threads = new Map<string, number>();
+
   start(): void {
+    if (process.env.BENCH_THREADS) this.threads = readThreadCpuMs();
     this.client = process.cpuUsage();
     this.server = readProcessCpuMs(this.serverPid);
   }
@@ -16,6 +19,7 @@ export class CpuMeter {
   stop(): { clientMs: number; serverMs: number | null } {
     const used = process.cpuUsage(this.client);
     const serverNow = readProcessCpuMs(this.serverPid);
+    if (process.env.BENCH_THREADS) printThreadCpu(this.threads, readThreadCpuMs());
     return {
       clientMs: (used.user + used.system) / 1000,
       serverMs: serverNow === null || this.server === null ? null : serverNow - this.server,
@@ -33,4 +37,35 @@ function readProcessCpuMs(pid: number | null): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * BENCH_THREADS=1: CPU of each of this process's threads between `start` and `stop`, grouped by thread name (the
+ * main thread, V8's GC and compiler helpers, libuv's pool), printed to stderr. `process.cpuUsage` sums them all.
+ */
+function readThreadCpuMs(): Map<string, number> {
+  const byThread = new Map<string, number>();
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byThread.set(
+        `${tid === String(process.pid) ? 'main' : name}:${tid}`,
+        (Number(fields[11]) + Number(fields[12])) * 10,
+      );
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byThread;
+}
+
+function printThreadCpu(before: Map<string, number>, after: Map<string, number>): void {
+  const byName = new Map<string, number>();
+  for (const [key, ms] of after) {
+    const name = key.slice(0, key.lastIndexOf(':'));
+    byName.set(name, (byName.get(name) ?? 0) + ms - (before.get(key) ?? 0));
+  }
+  process.stderr.write(`threads: ${[...byName].map(([name, ms]) => `${name} ${ms}`).join(', ')}\n`);
 }

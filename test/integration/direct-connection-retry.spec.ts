@@ -40,42 +40,50 @@ describe('a claim on a direct connection to a replica-set primary, whose retry f
     await outage?.close();
   });
 
-  it('is read back by its lock id, not taken for one never sent: the row it took runs, charged nothing', async () => {
-    const dbName = uniqueDatabaseName('direct_retry');
-    const app = await createJobsTestApp({
-      dbName,
-      uri: proxy.uri,
-      // A short selection timeout: the retry gives up while connections are still refused, well within the lease.
-      mongoose: { serverSelectionTimeoutMS: 300 },
-      options: { worker: false, leaseMs: 10_000, changeStream: false },
-      providers: [Handlers],
-    });
-    const driver = app.get(JobClaimService);
-    try {
-      const job = await app.jobs.enqueue('direct', {});
-      let outageOver: Promise<void> = Promise.resolve();
-      const lost = proxy.interceptReply({
-        match: isClaim,
-        action: { lose: true },
-        // The claim landed: its answer is lost, and for 1.5 s no connection gets through (the retry's selection fails).
-        onAnswer: () => {
-          outageOver = outage.drop(1_500);
-        },
+  // `lazyConnection`: the connection is handed to the stores before it connects; mongoose creates its client at once,
+  // so the stores still watch what the client learns of its server.
+  it.each([
+    ['a connection opened first', {}],
+    ['a lazy connection', { lazyConnection: true }],
+  ])(
+    'is read back by its lock id, not taken for one never sent: the row it took runs, charged nothing (%s)',
+    async (_, connection) => {
+      const dbName = uniqueDatabaseName('direct_retry');
+      const app = await createJobsTestApp({
+        dbName,
+        uri: proxy.uri,
+        // A short selection timeout: the retry gives up while connections are still refused, well within the lease.
+        mongoose: { serverSelectionTimeoutMS: 300, ...connection },
+        options: { worker: false, leaseMs: 10_000, changeStream: false },
+        providers: [Handlers],
       });
+      const driver = app.get(JobClaimService);
+      try {
+        const job = await app.jobs.enqueue('direct', {});
+        let outageOver: Promise<void> = Promise.resolve();
+        const lost = proxy.interceptReply({
+          match: isClaim,
+          action: { lose: true },
+          // The claim landed: its answer is lost, and for 1.5 s no connection gets through (the retry's selection fails).
+          onAnswer: () => {
+            outageOver = outage.drop(1_500);
+          },
+        });
 
-      const claim = await driver.claimNext();
-      await outageOver;
+        const claim = await driver.claimNext();
+        await outageOver;
 
-      expect(lost.answered).toBe(1);
-      const raw = client.db(dbName).collection<Document>('jobs');
-      expect(claim?.doc._id.toHexString()).toBe(job.id);
-      expect(await raw.findOne({ _id: new ObjectId(job.id) })).toMatchObject({
-        status: 'running',
-        lockedBy: claim?.lockId,
-        attemptCount: 0,
-      });
-    } finally {
-      await app.close();
-    }
-  });
+        expect(lost.answered).toBe(1);
+        const raw = client.db(dbName).collection<Document>('jobs');
+        expect(claim?.doc._id.toHexString()).toBe(job.id);
+        expect(await raw.findOne({ _id: new ObjectId(job.id) })).toMatchObject({
+          status: 'running',
+          lockedBy: claim?.lockId,
+          attemptCount: 0,
+        });
+      } finally {
+        await app.close();
+      }
+    },
+  );
 });
