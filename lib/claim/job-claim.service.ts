@@ -22,7 +22,8 @@ import { type ClaimEntry, ClaimSkips, UNLIMITED } from './claim-skips.js';
 import { ClaimsInDoubt } from './claims-in-doubt.js';
 import { ExpiredLeaseSearch } from './expired-lease-search.js';
 import { LastAttempts } from './last-attempts.js';
-import { LimitedClaim, type LimitedTakeResult } from './limited-claim.js';
+import { LimitedClaim } from './limited-claim.js';
+import { LimitedNameStep } from './limited-name-step.js';
 import { LockIdSequence } from './lock-id.js';
 import { NextDue } from './next-due.js';
 import { PausedNames } from './paused-names.js';
@@ -30,12 +31,6 @@ import { RefusedRows } from './refused-rows.js';
 import { runnableNames } from './runnable-names.js';
 
 export type { ClaimByIdResult } from './claim-by-id.js';
-
-/** A limited name's claim sources: expired leases first when a search for them is due, else due rows only. */
-const RECLAIM_FIRST: readonly ClaimSource[] = ['running', 'pending'];
-const PENDING_ONLY: readonly ClaimSource[] = ['pending'];
-/** Tries of one limited name's claim that another claimer beat to a slot or row, before the claim gives up. */
-const LIMITED_CLAIM_TRIES = 3;
 
 /** Refused rows one claim step sets aside with no claim between; then it throws (health down, not a failing queue). */
 const MAX_SET_ASIDE_PER_STEP = 5;
@@ -49,6 +44,8 @@ export class JobClaimService implements OnApplicationBootstrap {
   private readonly refused: RefusedRows;
   private readonly byId: ClaimById;
   private readonly batch: BatchClaim;
+  /** One claim of a name with fleet-wide limits, its tries and skips. */
+  private readonly limitedStep: LimitedNameStep;
   private readonly lastAttempts: LastAttempts;
   /** Names the poll loop claims: set at bootstrap, when every handler is registered. */
   private runnable: string[] = [];
@@ -71,7 +68,7 @@ export class JobClaimService implements OnApplicationBootstrap {
     events: JobEvents,
     private readonly registry: JobHandlerRegistry,
     retention: JobRetention,
-    private readonly limitedClaim: LimitedClaim,
+    limitedClaim: LimitedClaim,
     private readonly inDoubt: ClaimsInDoubt,
     private readonly deadline: ShutdownDeadline,
     private readonly paused: PausedNames,
@@ -112,6 +109,18 @@ export class JobClaimService implements OnApplicationBootstrap {
     const { leaseMs, pollIntervalMs } = options;
     const skipIds = () => this.refused.skipIds();
     this.batch = new BatchClaim({ claims, inDoubt, lockIds, logger, leaseMs, pollIntervalMs, skipIds });
+    this.limitedStep = new LimitedNameStep({
+      limitedClaim,
+      inDoubt,
+      refused: this.refused,
+      lockIds,
+      skips: this.skips,
+      lastAttempts: this.lastAttempts,
+      deadline,
+      logger,
+      leaseMs,
+      byIdScope: (source, names) => this.byIdScope(source, names),
+    });
   }
 
   /**
@@ -164,7 +173,7 @@ export class JobClaimService implements OnApplicationBootstrap {
       if (entry === UNLIMITED) claim = await this.claimUnlimitedBeside(unlimited);
       else {
         try {
-          claim = await this.claimLimited(entry);
+          claim = await this.limitedStep.claim(entry, this.limited.get(entry) as FleetLimits);
         } catch (error) {
           this.skips.markFull(entry);
           failure ??= { name: entry, error };
@@ -229,63 +238,6 @@ export class JobClaimService implements OnApplicationBootstrap {
       if (reclaimed) return [reclaimed];
     }
     return this.deadline.started ? [] : this.batch.take([...names], want, roomOf);
-  }
-
-  /**
-   * One claim of a name with fleet-wide limits (`LimitedClaim`): its expired leases at most once per poll interval,
-   * then a due row. A name found at its limit is skipped until the next poll interval or until one of its executions
-   * here ends. A row the server refuses to take (confirmed on exactly that row, with its slots) is set aside as
-   * `failed`, like a refused row of any name; a refusal that names no row is logged and the name skipped likewise.
-   */
-  private async claimLimited(name: string): Promise<ClaimedJob | null> {
-    if (this.skips.isSkipped(name)) return null;
-    const arrivals = this.skips.arrivals;
-    const limits = this.limited.get(name) as FleetLimits;
-    for (const source of this.skips.startReclaimSearch(name) ? RECLAIM_FIRST : PENDING_ONLY) {
-      for (let contended = 0; contended < LIMITED_CLAIM_TRIES; ) {
-        if (this.deadline.started) return null; // after the reclaim search or a contended try: nothing more is sent
-        const at = now();
-        const lockId = this.lockIds.next();
-        const lockedUntil = addMs(at, this.options.leaseMs);
-        const result = await this.inDoubt.send(
-          { lockId, lockedUntil },
-          () =>
-            this.limitedClaim.take({
-              name,
-              limits,
-              source,
-              at,
-              lockId,
-              lockedUntil,
-              skipIds: this.refused.skipIds(),
-              skipLocks: this.byIdScope(source, [name]).skipLocks,
-              stopped: () => this.deadline.started,
-            }),
-          (doc): LimitedTakeResult => ({ kind: 'taken', doc, reclaimed: source === 'running' }),
-        );
-        if (result.kind === 'refused_unplaced') {
-          const { message } = result.refusal.error;
-          this.logger.error(`Claiming a job of "${name}" was refused by the server: ${message}; skipping it this poll`);
-          this.skips.markFull(name);
-          return null;
-        }
-        if (result.kind === 'taken') {
-          const claim = { doc: result.doc, lockId };
-          if (result.reclaimed) this.skips.reclaimFound(name);
-          if (!result.reclaimed || (await this.lastAttempts.keepReclaimed(claim, now()))) return claim;
-        } else if (result.kind === 'refused') {
-          // Set aside like a refused row of any name (it leaves `running`/`pending` for `failed`, slots unset).
-          await this.refused.setAsideRefused(result.source, { _id: result.id, name }, result.refusal);
-          contended += 1;
-        } else if (result.kind === 'full') {
-          this.skips.markFull(name);
-          return null;
-        } else if (result.kind === 'none') break;
-        else contended += 1;
-      }
-    }
-    this.skips.markEmpty(name, arrivals);
-    return null;
   }
 
   /**
