@@ -9,7 +9,6 @@ import { JobClaimService } from '../claim/job-claim.service.js';
 import { PausedNames } from '../claim/paused-names.js';
 import { whyNotRunnable } from '../claim/runnable-row.js';
 import { WorkArrived } from '../enqueue/work-arrived.js';
-import { JobExecution } from '../execution/job-execution.js';
 import { JobFinalizer } from '../execution/job-finalizer.service.js';
 import { JobHandlerRegistry } from '../handlers/job-handler.registry.js';
 import type { RegisteredJobHandler } from '../handlers/registered-job-handler.js';
@@ -17,7 +16,7 @@ import { LeaseHeartbeat } from '../lease/lease-heartbeat.service.js';
 import type { ClaimedJob } from '../model/claimed-job.js';
 import { errorInfo } from '../model/error-info.js';
 import type { JobCancelledError } from '../model/errors/job-cancelled.error.js';
-import { type JobEventSubject, JobEvents } from '../model/events/job-events.js';
+import { JobEvents } from '../model/events/job-events.js';
 import type { ExecutionOutcome } from '../model/execution-outcome.js';
 import { describeJobId } from '../model/job-id.js';
 import { JOBS_LOGGER_CONTEXT, JOBS_RESOLVED_OPTIONS } from '../model/jobs.constants.js';
@@ -25,8 +24,8 @@ import type { ResolvedJobsOptions } from '../model/jobs.options.js';
 import { JOBS_TELEMETRY, type JobsTelemetry } from '../model/jobs-telemetry.js';
 import { ShutdownDeadline } from '../model/shutdown-deadline.js';
 import { type ClaimStepAnswer, claimBurst } from './claim-burst.js';
+import { ExecutionLauncher, type ExecutionSlot } from './execution-launcher.js';
 import { FinishingSlots } from './finishing-slots.js';
-import { ignoredAbortMessage } from './ignored-abort-message.js';
 import { JobChangeFeed } from './job-change-feed.js';
 import { NameCapacity } from './name-capacity.js';
 import { PollPacing } from './poll-pacing.js';
@@ -64,6 +63,24 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   private loop?: Promise<void>;
   private stopping = false;
   private shutdownDone?: Promise<void>;
+  /** Starts claimed jobs in their slots: lease, handler, outcome write. */
+  private readonly launcher: ExecutionLauncher;
+  /** How an execution holds its slot here (one object for all of them: nothing allocated per job). */
+  private readonly slots: ExecutionSlot = {
+    taken: (entry) => {
+      this.running.set(entry.execution.claim.lockId, entry);
+      this.names.adjustRunning(entry.execution.claim.doc.name, +1);
+    },
+    handlerSettled: (entry) => this.finishing.handlerSettled(entry),
+    freed: (entry) => {
+      const { lockId, doc } = entry.execution.claim;
+      this.running.delete(lockId);
+      this.finishing.freed(entry);
+      this.names.adjustRunning(doc.name, -1);
+      this.claims.slotFreed(doc.name);
+      this.pacing.wake();
+    },
+  };
   /** Claims handed back or set aside instead of started: shutdown waits for their writes. */
   private readonly unstarted: UnstartedClaims;
   private readonly record = new PollRecord();
@@ -74,10 +91,10 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     @Inject(JOBS_RESOLVED_OPTIONS) private readonly options: ResolvedJobsOptions,
     private readonly registry: JobHandlerRegistry,
     private readonly claims: JobClaimService,
-    private readonly heartbeat: LeaseHeartbeat,
-    private readonly finalizer: JobFinalizer,
-    private readonly events: JobEvents,
-    @Inject(JOBS_TELEMETRY) private readonly telemetry: JobsTelemetry | null,
+    heartbeat: LeaseHeartbeat,
+    finalizer: JobFinalizer,
+    events: JobEvents,
+    @Inject(JOBS_TELEMETRY) telemetry: JobsTelemetry | null,
     private readonly deadline: ShutdownDeadline,
     workArrived: WorkArrived,
     private readonly paused: PausedNames,
@@ -87,6 +104,15 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     this.finishing = new FinishingSlots(this.pacing);
     const logError = (what: string, error: unknown) => this.logError(what, error);
     this.unstarted = new UnstartedClaims({ finalizer, events, telemetry, logger: this.logger, logError });
+    this.launcher = new ExecutionLauncher({
+      heartbeat,
+      finalizer,
+      events,
+      telemetry,
+      deadline,
+      logger: this.logger,
+      logError,
+    });
     workArrived.arrivals$.subscribe((runAt) => this.pacing.arrived(runAt));
     paused.changes$.subscribe((change) => change.type === 'resumed' && this.pacing.workMayBeDue());
   }
@@ -179,83 +205,9 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
     return handler;
   }
 
+  /** Starts the job in a slot (`ExecutionLauncher`): the slot is counted taken before the handler runs. */
   private start(claim: ClaimedJob, handler: RegisteredJobHandler, jobId: string): Promise<ExecutionOutcome> {
-    const { doc, lockId } = claim;
-    const about = { jobId, name: doc.name, attempt: doc.attemptCount + 1 };
-    const lease = this.heartbeat.open(
-      // lockedUntil is a Date: whyNotRunnable checked the row.
-      {
-        jobId: doc._id,
-        jobHex: jobId,
-        lockId,
-        lockedUntil: doc.lockedUntil as Date,
-        claimedAt: doc.startedAt,
-        leaseMs: handler.leaseMs,
-      },
-      {
-        onStale: (error) => {
-          this.events.emit('stale', about, error.message);
-          this.telemetry?.leaseLost(doc.name);
-          execution.abort(error); // the lease starts only once the execution runs
-        },
-        // Cancelled elsewhere, seen at a renewal: a cancel, not a lost lease (the lease has ended already).
-        onCancelled: (error) => execution.cancel(error),
-        onRenewed: () => {
-          this.events.emit('renewed', about);
-          this.telemetry?.leaseRenewed(doc.name);
-        },
-        onProgress: (progress) => this.events.emit('progress', about, undefined, progress),
-      },
-    );
-    const execution = new JobExecution(claim, handler, jobId, lease);
-    const entry: RunningExecution = {
-      execution,
-      handlerSettled: false,
-      done: Promise.resolve({ kind: 'succeeded', result: undefined }),
-    };
-    this.running.set(claim.lockId, entry);
-    this.names.adjustRunning(claim.doc.name, +1);
-    const attempt = this.telemetry?.startAttempt(doc, jobId, about.attempt);
-    if (attempt) execution.onAbort = attempt.aborted;
-    const run = attempt ? attempt.run(() => this.runToEnd(entry, about)) : this.runToEnd(entry, about);
-    entry.done = run.finally(() => {
-      this.running.delete(claim.lockId);
-      this.finishing.freed(entry);
-      this.names.adjustRunning(claim.doc.name, -1);
-      this.claims.slotFreed(claim.doc.name);
-      this.pacing.wake();
-    });
-    return entry.done;
-  }
-
-  /** Handler, then outcome write, under one lease that is renewed until the write has landed. */
-  private async runToEnd(entry: RunningExecution, about: JobEventSubject): Promise<ExecutionOutcome> {
-    const { execution } = entry;
-    const { lease } = execution;
-    let outcome: ExecutionOutcome;
-    try {
-      outcome = await execution.run({
-        onStarted: () => this.events.emit('started', about),
-        onIgnoredAbort: (reason) => this.logger.warn(ignoredAbortMessage(about, execution.settleMs, reason, lease)),
-      });
-    } catch (error) {
-      // Not expected (run settles every handler outcome itself); the lease is left to run out, as after a crash.
-      this.logError(`Running job ${about.jobId}`, error);
-      entry.fate = 'left';
-      lease.close();
-      return { kind: 'abandoned', reason: error instanceof Error ? error : new Error(String(error)) };
-    }
-    entry.handlerSettled = true; // only the outcome write is left
-    this.finishing.handlerSettled(entry);
-    try {
-      entry.fate = await this.finalizer.finalize(execution, outcome, () => this.deadline.endsAt);
-    } catch (error) {
-      this.logError(`Finalizing job ${about.jobId}`, error);
-      entry.fate = 'left';
-    } finally {
-      lease.close();
-    }
-    return outcome;
+    return this.launcher.launch(claim, handler, jobId, this.slots);
   }
 
   private async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<ExecutionOutcome> {
