@@ -181,18 +181,27 @@ describe('server errors nobody listed, on owner-fenced writes (wire proxy answer
       proxy.answerWithError({ code: undefined, match: isBatchedRenewal }),
     ];
     const renewedAfter = (id: string) => events.filter((e) => e.jobId === id && e.type === 'renewed').length;
-    let jobs: { id: string }[] = [];
-    keepRunningUntil = () =>
-      waitFor(
-        () =>
-          rules.every((rule) => rule.hits === 1) && jobs.length === 2 && jobs.every((job) => renewedAfter(job.id) > 0),
-        'both batched renewal errors, then renewals of both leases that landed',
-      );
-    jobs = await app.jobs.enqueueMany([{ name: 'renewing' }, { name: 'renewing' }]);
-    for (const job of jobs) {
-      expect(await finished(job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
-      expect(calls.get(job.id)).toBe(1);
-      expect(events.filter((event) => event.jobId === job.id && event.type === 'stale')).toEqual([]);
+    const bothRefused = () => rules.every((rule) => rule.hits === 1);
+    // The two leases renew in one command only when their beats fell into one bucket of the heartbeat clock (claimed
+    // close together); on a loaded machine they may not. Such a pair is let go after a few lone renewals each and the
+    // scenario runs again with two new jobs: the precondition is retried, never taken for a failure.
+    for (let tries = 1; !bothRefused(); tries += 1) {
+      if (tries > 5) throw new Error('five pairs of jobs never renewed their leases in one command');
+      let jobs: { id: string }[] = [];
+      keepRunningUntil = () =>
+        waitFor(
+          () =>
+            jobs.length === 2 &&
+            ((bothRefused() && jobs.every((job) => renewedAfter(job.id) > 0)) ||
+              (!rules.some((rule) => rule.hits > 0) && jobs.every((job) => renewedAfter(job.id) >= 4))),
+          'both batched renewal errors, then renewals of both leases that landed (or lone renewals only)',
+        );
+      jobs = await app.jobs.enqueueMany([{ name: 'renewing' }, { name: 'renewing' }]);
+      for (const job of jobs) {
+        expect(await finished(job.id)).toMatchObject({ status: 'completed', attemptCount: 0 });
+        expect(calls.get(job.id)).toBe(1);
+        expect(events.filter((event) => event.jobId === job.id && event.type === 'stale')).toEqual([]);
+      }
     }
   });
 
