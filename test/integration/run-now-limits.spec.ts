@@ -3,6 +3,7 @@ import { Injectable } from '@nestjs/common';
 import { ObjectId } from 'mongodb';
 import { type JobExecutionContext, JobHandler } from '../../lib';
 import { createJobsTestApp, deferred, type JobsTestApp, waitFor } from '../support/jobs-app';
+import { storedJobRow } from '../support/stored-job-row';
 import { connectTestClient, uniqueDatabaseName } from '../support/test-database';
 
 const calls: string[] = [];
@@ -72,17 +73,19 @@ describe('runNow and the runner’s limits', () => {
     try {
       const app = await createJobsTestApp({
         dbName,
-        options: { shutdownGraceMs: 100, leaseMs: 30_000 },
+        // The poll loop must not claim the second job before runNow does: no poll again within the test, no change
+        // stream, and the row written behind the worker's back (a local enqueue would wake the loop).
+        options: { shutdownGraceMs: 100, leaseMs: 30_000, pollIntervalMs: 60_000, changeStream: false },
         providers: [LimitHandlers],
       });
       apps.push(app);
       await app.jobs.enqueue('stubborn');
       await waitFor(() => calls.length === 1, 'the worker to start the stubborn job');
-      const late = await app.jobs.enqueue('stubborn', {}, { delayMs: 60_000 });
-      await client
+      const inserted = await client
         .db(dbName)
         .collection('jobs')
-        .updateOne({ _id: new ObjectId(late.id) }, { $set: { runAt: new Date() } });
+        .insertOne(storedJobRow({ name: 'stubborn', status: 'pending', runAt: new Date(), finishedAt: undefined }));
+      const late = { id: inserted.insertedId.toHexString() };
       const closing = app.close();
       await aborted.promise; // the shutdown abort has been sent to the running handlers
       // A runNow that arrives after the shutdown abort must not start a handler shutdown will not wait for.
