@@ -47,8 +47,8 @@ import type { PollState, WorkerState } from './worker-state.js';
 @Injectable()
 export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutdown, WorkerState {
   private readonly logger = new Logger(JOBS_LOGGER_CONTEXT);
-  /** Keyed by lock id: one job can have two executions here (a cancelled attempt still settling, and a retry). */
-  private readonly running = new Map<string, RunningExecution>();
+  /** One job can have two executions here (a cancelled attempt still settling, and a retry). */
+  private readonly running = new Set<RunningExecution>();
   /** Per name, its executions here plus the claims in flight that may return it, against its concurrency. */
   private readonly names = new NameCapacity((name) => this.limitOf(name));
   /** Slots held by claims sent and not answered yet (a batch claim holds as many as it may fill). */
@@ -68,13 +68,13 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
   /** How an execution holds its slot here (one object for all of them: nothing allocated per job). */
   private readonly slots: ExecutionSlot = {
     taken: (entry) => {
-      this.running.set(entry.execution.claim.lockId, entry);
+      this.running.add(entry);
       this.names.adjustRunning(entry.execution.claim.doc.name, +1);
     },
     handlerSettled: (entry) => this.finishing.handlerSettled(entry),
     freed: (entry) => {
-      const { lockId, doc } = entry.execution.claim;
-      this.running.delete(lockId);
+      const { doc } = entry.execution.claim;
+      this.running.delete(entry);
       this.finishing.freed(entry);
       this.names.adjustRunning(doc.name, -1);
       this.claims.slotFreed(doc.name);
@@ -179,7 +179,8 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       const problem = whyNotRunnable(claim.doc);
       if (problem) return await this.setAside(claim, jobId, problem);
       const handler = this.startableHandler(claim.doc.name);
-      if (typeof handler !== 'string') return await this.start(claim, handler, jobId);
+      // Started in a slot (`ExecutionLauncher`), counted taken before the handler runs.
+      if (typeof handler !== 'string') return await this.launcher.launch(claim, handler, jobId, this.slots);
       // Checked here, where the slot is taken synchronously: covers runNow and a claim racing another one too.
       await this.unstarted.handBack(claim, jobId, this.stopping);
       return { kind: 'not_started', reason: handler };
@@ -203,11 +204,6 @@ export class JobRunner implements OnApplicationBootstrap, BeforeApplicationShutd
       return `"${name}" is at its concurrency limit (${handler.concurrency}) in this process`;
     }
     return handler;
-  }
-
-  /** Starts the job in a slot (`ExecutionLauncher`): the slot is counted taken before the handler runs. */
-  private start(claim: ClaimedJob, handler: RegisteredJobHandler, jobId: string): Promise<ExecutionOutcome> {
-    return this.launcher.launch(claim, handler, jobId, this.slots);
   }
 
   private async setAside(claim: ClaimedJob, jobId: string, reason: string): Promise<ExecutionOutcome> {
