@@ -107,7 +107,7 @@ export class ClaimsInDoubt {
       }
       if (matched === 0) return [];
       const giveUpAt = () => Math.min(lockedUntil.getTime(), this.shutdownEndsAt());
-      const read = () => this.claims.findClaimedByAny(claims, lockedUntil);
+      const read = () => this.claims.findClaimedByAny(claims, lockedUntil, matched);
       const answer = await firstAnswer(read, giveUpAt, IN_DOUBT);
       if (!answer) {
         const cause = failure?.error ?? new Error('the rows a batch claim took could not be read back');

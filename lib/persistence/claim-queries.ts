@@ -34,7 +34,8 @@ export const CLAIM_SOURCES: Record<
   ClaimSource,
   {
     filter: (now: Date) => mongo.Filter<JobDocument>;
-    sort: mongo.Sort;
+    /** Field by field (an object, not the driver's other `Sort` shapes): plain `find` commands send it as it is. */
+    sort: Readonly<Record<string, 1 | -1>>;
     update: (now: Date, lockId: string, lockedUntil: Date) => mongo.UpdateFilter<JobDocument>;
   }
 > = {

@@ -3,7 +3,6 @@ import type { Model, mongo, Types } from 'mongoose';
 import { CLAIMED_ROW_PROJECTION, type ClaimedRow } from '../model/claimed-job.js';
 import type { JobDocument } from '../model/job-document.js';
 import { JOBS_MODEL } from '../model/jobs.constants.js';
-import { commandError, refusedWrites } from './bulk-write-errors.js';
 import {
   type ByIdScope,
   byIdScopeFilter,
@@ -21,15 +20,18 @@ import {
 import { type ClaimRefusal, refusalAsOutcome } from './claim-refusal.js';
 import { failedUpdate } from './finishing-updates.js';
 import { jobsCollection } from './jobs-collection.js';
+import { PlainCommands } from './plain-commands.js';
 import { LOCK_FIELDS } from './row-fields.js';
 
 /** Moves rows into `running` for a worker: claim steps, fleet-limit slots, refused rows, claims in doubt. */
 @Injectable()
 export class JobClaimStore {
   private readonly collection: mongo.Collection<JobDocument>;
+  private readonly commands: PlainCommands;
 
   constructor(@Inject(JOBS_MODEL) model: Model<JobDocument>) {
     this.collection = jobsCollection(model);
+    this.commands = PlainCommands.of(model);
   }
 
   /**
@@ -84,13 +86,14 @@ export class JobClaimStore {
    */
   peekDue(now: Date, scope: ClaimScope, limit: number): Promise<Pick<JobDocument, '_id' | 'name'>[]> {
     const query = CLAIM_SOURCES.pending;
-    return this.collection
-      .find<Pick<JobDocument, '_id' | 'name'>>(
-        { ...query.filter(now), ...scopeFilter(scope) },
-        // batchSize: a server answers 101 rows in a first batch unless told; one command, whatever the limit.
-        { sort: query.sort, limit, batchSize: limit, projection: { _id: 1, name: 1 } },
-      )
-      .toArray();
+    // Ids and names of at most MAX_CLAIM_BATCH_SIZE rows: a few kilobytes, always one reply.
+    return this.commands.findFirstBatch<Pick<JobDocument, '_id' | 'name'>>({
+      filter: { ...query.filter(now), ...scopeFilter(scope) },
+      sort: query.sort,
+      limit,
+      batchSize: limit,
+      projection: { _id: 1, name: 1 },
+    });
   }
 
   /**
@@ -107,44 +110,50 @@ export class JobClaimStore {
     scope: ClaimScope,
   ): Promise<{ matched: number; refused: Map<number, Error> }> {
     const query = CLAIM_SOURCES.pending;
-    const ops = rows.map(
-      ({ id, lockId }): mongo.AnyBulkWriteOperation<JobDocument> => ({
-        updateOne: {
-          filter: { ...query.filter(now), ...scopeFilter(scope), _id: id },
-          update: query.update(now, lockId, lockedUntil),
-        },
-      }),
+    return this.commands.sendUpdates(
+      rows.map(({ id, lockId }) => ({
+        q: { ...query.filter(now), ...scopeFilter(scope), _id: id },
+        u: query.update(now, lockId, lockedUntil),
+      })),
     );
-    try {
-      return { matched: (await this.collection.bulkWrite(ops, { ordered: false })).matchedCount, refused: new Map() };
-    } catch (error) {
-      const refused = refusedWrites(error);
-      if (!refused) throw commandError(error);
-      return { matched: (error as mongo.MongoBulkWriteError).result.matchedCount, refused };
-    }
   }
 
   /**
    * The rows a batch claim took and nothing changed since (`findClaimedBy` for each row and the lock id sent for it, all
-   * of one deadline), in claim order: point lookups by `_id`.
+   * of one deadline), in claim order: point lookups by `_id`, from the primary, which has the batch's writes (an
+   * application's secondary read preference must not hide them). `taken`, when the claim's answer said how many rows
+   * it took, lets one reply do: rows with large payloads may not fit in one (16 MiB), and only the count tells a reply
+   * cut short from rows changed since; short of it (or without it), a cursor reads them all.
    */
-  findClaimedByAny(
+  async findClaimedByAny(
     claims: readonly { id: Types.ObjectId; lockId: string }[],
     lockedUntil: Date,
+    taken?: number,
   ): Promise<ClaimedRow[]> {
-    const ids = claims.map((claim) => claim.id);
-    const lockIds = claims.map((claim) => claim.lockId);
+    const filter = {
+      _id: { $in: claims.map((claim) => claim.id) },
+      status: 'running',
+      lockedUntil,
+      lockedBy: { $in: claims.map((claim) => claim.lockId) },
+    } as const;
+    const sort = CLAIM_SOURCES.pending.sort;
+    if (taken !== undefined) {
+      const rows = await this.commands.findFirstBatch<ClaimedRow>({
+        filter,
+        sort,
+        projection: CLAIMED_ROW_PROJECTION,
+        limit: claims.length,
+        batchSize: claims.length,
+      });
+      if (rows.length === taken) return rows;
+    }
     return this.collection
-      .find<ClaimedRow>(
-        { _id: { $in: ids }, status: 'running', lockedUntil, lockedBy: { $in: lockIds } },
-        // From the primary, which has the batch's writes (an application's secondary read preference must not hide them).
-        {
-          sort: CLAIM_SOURCES.pending.sort,
-          projection: CLAIMED_ROW_PROJECTION,
-          readPreference: 'primary',
-          batchSize: claims.length,
-        },
-      )
+      .find<ClaimedRow>(filter, {
+        sort,
+        projection: CLAIMED_ROW_PROJECTION,
+        readPreference: 'primary',
+        batchSize: claims.length,
+      })
       .toArray();
   }
 

@@ -9,6 +9,7 @@ import { jobsCollection } from './jobs-collection.js';
 import { logLinesUpdate } from './log-lines-update.js';
 import { OwnedUpdateBatcher } from './owned-update-batcher.js';
 import { updateOwned } from './owner-fence.js';
+import { PlainCommands } from './plain-commands.js';
 import { LOCK_FIELDS, RELEASED_FIELDS } from './row-fields.js';
 
 /**
@@ -24,7 +25,7 @@ export class JobOutcomeStore {
 
   constructor(@Inject(JOBS_MODEL) model: Model<JobDocument>) {
     this.collection = jobsCollection(model);
-    this.batcher = new OwnedUpdateBatcher(this.collection);
+    this.batcher = new OwnedUpdateBatcher(this.collection, PlainCommands.of(model));
   }
 
   /**

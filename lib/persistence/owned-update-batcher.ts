@@ -1,8 +1,8 @@
 import type { mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
-import { commandError, refusedWrites } from './bulk-write-errors.js';
 import { WriteOutcomeUnknownError } from './database-errors.js';
 import { owned, updateOwned } from './owner-fence.js';
+import type { PlainCommands } from './plain-commands.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';
 
 /** Most updates one command carries; more in one flush go out as several commands at once. */
@@ -21,7 +21,7 @@ interface QueuedUpdate {
  * trip: many handlers settling together (a backlog of short jobs) cost one command, not one each. Each update is
  * answered as a lone `updateOne` would answer it: whether it matched the row this lock owns, or the error.
  *
- * One update → one `updateOne`. Several → one unordered `bulkWrite`; an update the server refused for its document
+ * One update → one `updateOne`. Several → one unordered `update` command (`PlainCommands`); an update the server refused for its document
  * rejects with that refusal, as a lone write would; when fewer rows matched than were sent, one read of the rows
  * tells which updates landed: every update that ends a run records its lock id in `finishedBy`, so a row finished by
  * this lock matched. An update for a job already queued goes in the next flush (that read could not tell the two
@@ -34,7 +34,10 @@ export class OwnedUpdateBatcher {
   private queue: QueuedUpdate[] = [];
   private flushScheduled = false;
 
-  constructor(private readonly collection: mongo.Collection<JobDocument>) {}
+  constructor(
+    private readonly collection: mongo.Collection<JobDocument>,
+    private readonly commands: Pick<PlainCommands, 'sendUpdates'>,
+  ) {}
 
   /** The update, fenced to the row `lockId` owns, in the next flush: whether it matched. */
   update(id: Types.ObjectId, lockId: string, update: mongo.UpdateFilter<JobDocument>): Promise<boolean> {
@@ -88,21 +91,10 @@ export class OwnedUpdateBatcher {
   }
 
   private async sendBulk(command: QueuedUpdate[]): Promise<void> {
-    const ops = command.map(
-      ({ id, lockId, update }): mongo.AnyBulkWriteOperation<JobDocument> => ({
-        updateOne: { filter: owned(id, lockId), update },
-      }),
+    const { matched, refused } = await this.commands.sendUpdates(
+      command.map(({ id, lockId, update }) => ({ q: owned(id, lockId), u: update })),
+      USER_VALUE_OPTIONS,
     );
-    let matched: number;
-    let refused = new Map<number, Error>();
-    try {
-      matched = (await this.collection.bulkWrite(ops, { ...USER_VALUE_OPTIONS, ordered: false })).matchedCount;
-    } catch (error) {
-      const perOp = refusedWrites(error);
-      if (!perOp) throw commandError(error);
-      refused = perOp;
-      matched = (error as mongo.MongoBulkWriteError).result.matchedCount;
-    }
     for (const [index, error] of refused) command[index].reject(error);
     const undecided = command.filter((_, index) => !refused.has(index));
     if (matched === undecided.length) {

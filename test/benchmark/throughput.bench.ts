@@ -41,6 +41,8 @@ const TRIAL_TIMEOUT_MS = 180_000;
  * protocol and loop shape without the library. Together they split the gap to the raw loop into its causes.
  * `raw-batched` (run by default) is the library's batched protocol with nothing around it: the floor its client CPU per
  * job can reach on this driver and server, which puts a target stated against the unbatched raw loop in proportion.
+ * Like the library it sends plain `find` and `update` commands; `raw-batched-helpers` sends the same commands through
+ * the driver's `bulkWrite` and cursors (what the library did before), which shows what those helpers cost.
  * The order is the first round's; each later round rotates it (`roundOrder`).
  */
 const SYSTEMS = [
@@ -51,6 +53,7 @@ const SYSTEMS = [
   'raw-serial-claim',
   'raw-serial-claim+reclaim',
   'raw-batched',
+  'raw-batched-helpers',
   'agenda',
 ] as const;
 /** The library's default: a busy worker re-claims as soon as a slot frees, so the interval only paces idle polls. */
@@ -510,7 +513,8 @@ async function rawTrial(
   // in what they do, not in which driver and BSON build does it.
   const client = (await mongo.MongoClient.connect(ctx.uri, { monitorCommands: counting })) as unknown as MongoClient;
   const commands = counting ? new CommandCounter(client) : undefined;
-  const collection = client.db(dbName).collection('jobs');
+  const db = client.db(dbName);
+  const collection = db.collection('jobs');
   // The library's lock id shape (`host:pid:random#n`): the same bytes in every claim, completion and row.
   const workerId = defaultWorkerId();
   const names = [JOB];
@@ -585,8 +589,11 @@ async function rawTrial(
     /**
      * The library's batched protocol with nothing around it: one claimer takes up to every free slot in three commands
      * (due ids in claim order, one bulk taking each for its own lock id, one read of what was taken), completions
-     * finishing in one event-loop turn go out as one bulk. The floor batching can reach with this driver.
+     * finishing in one event-loop turn go out as one bulk. The floor batching can reach with this driver. Plain `find` and
+     * `update` commands as the library sends them (`raw-batched`), or the driver's `bulkWrite` and cursors
+     * (`raw-batched-helpers`).
      */
+    const commandsOnly = system === 'raw-batched';
     const batchedClaimer = async (): Promise<void> => {
       const slots = config.throughputConcurrency;
       let running = 0;
@@ -596,65 +603,109 @@ async function rawTrial(
         const jobs = queued;
         queued = [];
         const finishedAt = new Date();
-        const result = await collection.bulkWrite(
-          jobs.map((job) => ({
-            updateOne: {
-              filter: { _id: job._id, lockedBy: job.lockId, status: 'running' },
-              update: {
-                $set: { status: 'completed', finishedBy: job.lockId, finishedAt, updatedAt: finishedAt },
-                $unset: { lockedBy: '', lockedUntil: '', dedupeScope: '', lastError: '' },
-              },
-            },
-          })),
-          { ordered: false },
-        );
-        completed += result.matchedCount;
+        const completion = (job: { _id: ObjectId; lockId: string }) => ({
+          filter: { _id: job._id, lockedBy: job.lockId, status: 'running' },
+          update: {
+            $set: { status: 'completed', finishedBy: job.lockId, finishedAt, updatedAt: finishedAt },
+            $unset: { lockedBy: '', lockedUntil: '', dedupeScope: '', lastError: '' },
+          },
+        });
+        if (commandsOnly) {
+          const reply = await db.command({
+            update: collection.collectionName,
+            updates: jobs.map((job) => {
+              const { filter, update } = completion(job);
+              return { q: filter, u: update };
+            }),
+            ordered: false,
+          });
+          completed += reply.n as number;
+        } else {
+          const result = await collection.bulkWrite(
+            jobs.map((job) => ({ updateOne: completion(job) })),
+            { ordered: false },
+          );
+          completed += result.matchedCount;
+        }
         running -= jobs.length;
         freed();
       };
       for (;;) {
         if (running === slots) await new Promise<void>((resolve) => (freed = resolve));
         const at = new Date();
-        const due = await collection
-          .find(
-            { status: 'pending', runAt: { $lte: at }, name: { $in: names } },
-            {
-              sort: { priority: -1, runAt: 1, _id: 1 },
-              limit: slots - running,
-              batchSize: slots - running,
-              projection: { _id: 1, name: 1 },
-            },
-          )
-          .toArray();
+        const dueFilter = { status: 'pending', runAt: { $lte: at }, name: { $in: names } };
+        const due = commandsOnly
+          ? ((
+              await db.command({
+                find: collection.collectionName,
+                filter: dueFilter,
+                sort: { priority: -1, runAt: 1, _id: 1 },
+                limit: slots - running,
+                batchSize: slots - running,
+                singleBatch: true,
+                projection: { _id: 1, name: 1 },
+              })
+            ).cursor.firstBatch as { _id: ObjectId }[])
+          : await collection
+              .find(dueFilter, {
+                sort: { priority: -1, runAt: 1, _id: 1 },
+                limit: slots - running,
+                batchSize: slots - running,
+                projection: { _id: 1, name: 1 },
+              })
+              .toArray();
         if (due.length === 0) break;
         const lockedUntil = new Date(at.getTime() + LEASE_MS);
         const rows = due.map((row) => {
           sequence += 1;
           return { _id: row._id as ObjectId, lockId: `${workerId}#${sequence}` };
         });
-        await collection.bulkWrite(
-          rows.map((row) => ({
-            updateOne: {
-              filter: { status: 'pending', runAt: { $lte: at }, name: { $in: names }, _id: row._id },
-              update: {
-                $set: { status: 'running', lockedBy: row.lockId, lockedUntil, startedAt: at, updatedAt: at },
-                $inc: { fencingToken: 1 },
-              },
-            },
-          })),
-          { ordered: false },
-        );
-        const taken = await collection
-          .find(
-            {
-              _id: { $in: rows.map((row) => row._id) },
-              status: 'running',
-              lockedUntil,
-              lockedBy: { $in: rows.map((row) => row.lockId) },
-            },
-            { sort: { priority: -1, runAt: 1, _id: 1 }, projection: { attempts: 0 }, batchSize: rows.length },
-          )
-          .toArray();
+        const take = (row: { _id: ObjectId; lockId: string }) => ({
+          filter: { status: 'pending', runAt: { $lte: at }, name: { $in: names }, _id: row._id },
+          update: {
+            $set: { status: 'running', lockedBy: row.lockId, lockedUntil, startedAt: at, updatedAt: at },
+            $inc: { fencingToken: 1 },
+          },
+        });
+        const takenFilter = {
+          _id: { $in: rows.map((row) => row._id) },
+          status: 'running',
+          lockedUntil,
+          lockedBy: { $in: rows.map((row) => row.lockId) },
+        };
+        let taken: Document[];
+        if (commandsOnly) {
+          await db.command({
+            update: collection.collectionName,
+            updates: rows.map((row) => {
+              const { filter, update } = take(row);
+              return { q: filter, u: update };
+            }),
+            ordered: false,
+          });
+          taken = (
+            await db.command({
+              find: collection.collectionName,
+              filter: takenFilter,
+              sort: { priority: -1, runAt: 1, _id: 1 },
+              projection: { attempts: 0 },
+              batchSize: rows.length,
+              singleBatch: true,
+            })
+          ).cursor.firstBatch as Document[];
+        } else {
+          await collection.bulkWrite(
+            rows.map((row) => ({ updateOne: take(row) })),
+            { ordered: false },
+          );
+          taken = await collection
+            .find(takenFilter, {
+              sort: { priority: -1, runAt: 1, _id: 1 },
+              projection: { attempts: 0 },
+              batchSize: rows.length,
+            })
+            .toArray();
+        }
         running += taken.length;
         for (const row of taken) {
           void Promise.resolve().then(() => {
@@ -666,7 +717,7 @@ async function rawTrial(
       while (running > 0) await new Promise<void>((resolve) => (freed = resolve));
     };
     const work: Promise<unknown> =
-      system === 'raw-batched'
+      system === 'raw-batched' || system === 'raw-batched-helpers'
         ? batchedClaimer()
         : system.startsWith('raw-serial-claim')
           ? serialClaimer()

@@ -4,6 +4,7 @@ import { mongo, Types } from 'mongoose';
 import { now } from '../../lib/model/clock';
 import { mayHaveLanded, WriteOutcomeUnknownError } from '../../lib/persistence/database-errors';
 import { OwnedUpdateBatcher } from '../../lib/persistence/owned-update-batcher';
+import { PlainCommands } from '../../lib/persistence/plain-commands';
 import { createIndexReady } from '../support/indexes';
 import type { JobsTestApp } from '../support/jobs-app';
 import { waitFor } from '../support/jobs-app';
@@ -141,7 +142,10 @@ describe('batched outcome writes on a real wire server', () => {
         toArray: () => Promise.reject(new mongo.MongoServerSelectionError('no primary', {} as never)),
       }),
     }) as typeof jobs;
-    const batcher = new OwnedUpdateBatcher(failingReads as never);
+    const batcher = new OwnedUpdateBatcher(
+      failingReads as never,
+      new PlainCommands(() => client.db(dbName) as never, 'jobs'),
+    );
     const at = now();
 
     const results = await settleAll(
