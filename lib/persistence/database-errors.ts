@@ -6,6 +6,19 @@ import { tookRetryableWrites } from './retryable-write-servers.js';
  * these functions (and `duplicate-key.ts`) and never read an error's code or labels themselves.
  */
 
+/**
+ * Server error codes after which the driver reads again (its retryable reads): failover, shutdown, network. A plain
+ * `find` command (`PlainCommands`) is not retried by the driver, so it does this once itself.
+ */
+const RETRYABLE_READ_CODES = new Set([6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+
+/** Whether the driver would have sent a read that failed with `error` once more (its retryable reads). */
+export function isRetryableReadError(error: unknown): boolean {
+  if (error instanceof mongo.MongoNetworkError) return true;
+  if (!(error instanceof mongo.MongoServerError)) return false;
+  return typeof error.code === 'number' && RETRYABLE_READ_CODES.has(error.code);
+}
+
 /** Server error codes that say "not now" (failover, shutdown, network, time limits, write concern), not "never". */
 const TRANSIENT_CODES = new Set([6, 7, 50, 64, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
 
@@ -92,6 +105,8 @@ export type WriteErrorKind = 'transient' | 'permanent' | 'unknown';
 
 export function classifyWriteError(error: unknown): WriteErrorKind {
   if (isPermanentWriteError(error)) return 'permanent';
+  if (error instanceof PartlyAppliedWriteError)
+    return classifyWriteError(error.cause) === 'transient' ? 'transient' : 'unknown';
   if (error instanceof WriteOutcomeUnknownError) return 'transient';
   if (error instanceof mongo.MongoNetworkError || error instanceof mongo.MongoServerSelectionError) return 'transient';
   if (error instanceof mongo.MongoTopologyClosedError || error instanceof mongo.MongoNotConnectedError)
@@ -145,11 +160,31 @@ export function isClientClosed(error: unknown): boolean {
  * writes are owner-fenced, and a later miss is checked against the row.
  */
 export class WriteOutcomeUnknownError extends Error {
-  constructor(override readonly cause: unknown) {
-    super(`A batched write was answered, but reading which of its updates matched failed: ${String(cause)}`);
+  constructor(
+    override readonly cause: unknown,
+    what = 'A batched write was answered, but reading which of its updates matched failed',
+  ) {
+    super(`${what}: ${String(cause)}`);
   }
 
   override get name(): string {
     return 'WriteOutcomeUnknownError';
+  }
+}
+
+/**
+ * A batched write that failed after some of its statements may have been applied: a multi-statement `update` is not
+ * all or nothing (a failover or a killed operation between two statements fails the command, `ok: 0`, and keeps those
+ * before), and a call split into several commands may fail after the first. It may have landed (`mayHaveLanded`); sent
+ * again, it fails or not as its cause says, except that a cause "about the document" is not final here (it answered
+ * the whole command, not one row): `transient` when the cause is, else `unknown` (retried for a bounded time).
+ */
+export class PartlyAppliedWriteError extends WriteOutcomeUnknownError {
+  constructor(cause: unknown, what: string) {
+    super(cause, what);
+  }
+
+  override get name(): string {
+    return 'PartlyAppliedWriteError';
   }
 }

@@ -98,10 +98,10 @@ export class JobClaimStore {
 
   /**
    * A batch claim in one command: each of these rows that is still due and in scope is taken for its own lock id
-   * until `lockedUntil`, as `take('pending')` takes one (one unordered bulk of single-row updates; rows taken meanwhile
-   * by others are skipped). The server answers only how many it took; `findClaimedByAny` reads which. Resolves how many
-   * matched and the ops refused for their row (by index, see `refusedWrites`); rejects with the driver's original error
-   * when the command as a whole failed (it may still have landed: the caller reads back by lock id).
+   * until `lockedUntil`, as `take('pending')` takes one (one unordered `update` of single-row statements; rows taken
+   * meanwhile by others are skipped). The server answers only how many it took; `findClaimedByAny` reads which.
+   * Resolves how many matched and the statements refused for their row (by index); rejects as
+   * `PlainCommands.sendUpdates` does when the command failed (when it may have landed, the caller reads back by lock id).
    */
   async takeEach(
     rows: readonly { id: Types.ObjectId; lockId: string }[],
@@ -151,7 +151,9 @@ export class JobClaimStore {
       .find<ClaimedRow>(filter, {
         sort,
         projection: CLAIMED_ROW_PROJECTION,
+        // As the plain read: the rows this worker just wrote, whatever the application's read concern.
         readPreference: 'primary',
+        readConcern: { level: 'local' },
         batchSize: claims.length,
       })
       .toArray();

@@ -2,7 +2,7 @@ import type { mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
 import { WriteOutcomeUnknownError } from './database-errors.js';
 import { owned, updateOwned } from './owner-fence.js';
-import type { PlainCommands } from './plain-commands.js';
+import { MAX_STATEMENT_BYTES, type PlainCommands, statementBytes, type UpdateStatement } from './plain-commands.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';
 
 /** Most updates one command carries; more in one flush go out as several commands at once. */
@@ -12,6 +12,8 @@ interface QueuedUpdate {
   id: Types.ObjectId;
   lockId: string;
   update: mongo.UpdateFilter<JobDocument>;
+  /** The fenced statement, built when the flush measures it. */
+  statement?: UpdateStatement;
   resolve: (matched: boolean) => void;
   reject: (error: unknown) => void;
 }
@@ -55,18 +57,25 @@ export class OwnedUpdateBatcher {
     this.queue = [];
     const later: QueuedUpdate[] = [];
     let command: QueuedUpdate[] = [];
+    let bytes = 0;
     const jobs = new Set<string>();
     for (const call of queued) {
       const job = rowKey(call.id);
-      if (jobs.has(job)) later.push(call);
-      else {
-        jobs.add(job);
-        command.push(call);
-        if (command.length === MAX_UPDATES_PER_COMMAND) {
-          void this.send(command);
-          command = [];
-        }
+      if (jobs.has(job)) {
+        later.push(call);
+        continue;
       }
+      jobs.add(job);
+      // Each command within one plain command's size, so that what one answered never waits on another's failure.
+      call.statement = { q: owned(call.id, call.lockId), u: call.update };
+      const size = statementBytes(call.statement, USER_VALUE_OPTIONS);
+      if (command.length > 0 && (command.length === MAX_UPDATES_PER_COMMAND || bytes + size > MAX_STATEMENT_BYTES)) {
+        void this.send(command);
+        command = [];
+        bytes = 0;
+      }
+      command.push(call);
+      bytes += size;
     }
     if (command.length > 0) void this.send(command);
     for (const call of later) {
@@ -92,7 +101,7 @@ export class OwnedUpdateBatcher {
 
   private async sendBulk(command: QueuedUpdate[]): Promise<void> {
     const { matched, refused } = await this.commands.sendUpdates(
-      command.map(({ id, lockId, update }) => ({ q: owned(id, lockId), u: update })),
+      command.map((call) => call.statement ?? { q: owned(call.id, call.lockId), u: call.update }),
       USER_VALUE_OPTIONS,
     );
     for (const [index, error] of refused) command[index].reject(error);

@@ -1,9 +1,9 @@
 import type { Model } from 'mongoose';
 import { mongo } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
-import { WriteOutcomeUnknownError } from './database-errors.js';
+import { isRetryableReadError, mayHaveLanded, PartlyAppliedWriteError } from './database-errors.js';
 
-/** One statement of an `update` command: a single-row update (`multi` false). */
+/** One statement of an `update` command: a single-row update (`multi` false) with update operators. */
 export interface UpdateStatement {
   q: mongo.Filter<JobDocument>;
   u: mongo.UpdateFilter<JobDocument>;
@@ -15,26 +15,45 @@ export interface UpdateAnswer {
   refused: Map<number, mongo.MongoServerError>;
 }
 
+/** A `find` command's fields as `findFirstBatch` takes them (its collection and `singleBatch` are added). */
+export interface FindFields {
+  filter: mongo.Filter<JobDocument>;
+  sort?: mongo.Document;
+  projection?: mongo.Document;
+  limit?: number;
+  batchSize?: number;
+}
+
 /**
  * The bytes of statements one command carries at most: the server takes a command of 16 MiB plus 16 KiB; the rest is
  * left for the command's other fields and the array's keys (a few bytes a statement).
  */
-const MAX_STATEMENT_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+export const MAX_STATEMENT_BYTES = 16 * 1024 * 1024 - 64 * 1024;
+
+/** A statement's size in a command, as `sendUpdates` packs them. */
+export function statementBytes(statement: UpdateStatement, options?: mongo.BSONSerializeOptions): number {
+  return mongo.BSON.calculateObjectSize(statement, options);
+}
 
 /**
  * The commands of a batch claim and of a bulk of outcomes, sent as plain `update` and `find` commands (`Db.command`)
- * instead of through `bulkWrite` and a cursor. Per row the driver's helpers cost about as much as the rest of the
- * protocol (the floor measured 0.22 against 0.13 ms a job under load, docs/benchmarks.md): operation models, a
- * size check and result objects per op, a cursor and a session per read. What they did and these do themselves:
- * - split statements over the size a command may have (`sendUpdates` packs them by BSON size);
- * - apply the collection's write concern, and throw when the server could not confirm it (a `MongoServerError`
- *   carrying the `writeConcernError`, which `mayHaveLanded` reads as maybe applied, as it reads the driver's);
- * - turn each statement's write error into the `MongoServerError` a lone write would have thrown (`refused`);
- * - retry once after a retryable error: not done. Each caller already reads back or resends what may have landed
- *   (a claim in doubt is read back by its lock ids, an outcome write is sent again while its lease lives), and a plain
- *   command is never applied twice by a retry the caller does not see.
- * Reads go to the primary (a plain command's default), with no read concern (the server's default, `local`): the rows
- * this worker just wrote.
+ * instead of through `bulkWrite` and a cursor: per row the driver's helpers (operation models, a size check and result
+ * objects per op, a cursor per read) cost about a third of the whole protocol's client CPU (docs/benchmarks.md, "Plain
+ * commands"). What the helpers did, done here:
+ * - statements are packed under the size one command may have;
+ * - the database's write concern is sent (raised to `w: 1` if it is `w: 0`: these writes must be answered), and a
+ *   `writeConcernError` rejects as a `MongoServerError` carrying it, which `mayHaveLanded` reads as maybe applied;
+ * - each statement's write error becomes the `MongoServerError` a lone write would have thrown (`refused`);
+ * - an update without operators is refused before it is sent (it would replace the row);
+ * - the client's BSON options (`promoteLongs`, `useBigInt64`, …) apply, as they do to the single claim's row;
+ * - a read that failed with an error the driver retries reads after is sent once more.
+ * What differs, on purpose:
+ * - a multi-statement `update` is not a retryable write: the driver does not resend it (it resends a plain command
+ *   only on an overload error, which the server answers before running anything). So a command of several statements
+ *   that fails with a server error (`ok: 0`, e.g. a failover between two statements, which keeps those before) rejects
+ *   as a `PartlyAppliedWriteError`, maybe applied: claims are read back by their lock ids, outcome writes sent again;
+ * - reads go to the primary (a plain command's default) with no read concern (the server's `local`): the rows this
+ *   worker just wrote, whatever the application's read preference or read concern.
  */
 export class PlainCommands {
   /**
@@ -60,36 +79,57 @@ export class PlainCommands {
 
   /**
    * Sends single-row updates as one unordered `update` command, or several when their size asks for it (one after
-   * the other; a failure stops there). Rejects with the command's error: the driver's when it failed as a whole
-   * before any was applied, a `WriteOutcomeUnknownError` when an earlier command of the same call had been applied.
+   * the other; a failure stops there). Rejects with the command's error when nothing of it can have been applied
+   * (a network error, which `mayHaveLanded` reads as maybe applied, included), and with a `PartlyAppliedWriteError`
+   * when some of it may have been: a server error answering several statements, or an earlier command of this call.
    */
   async sendUpdates(
     statements: readonly UpdateStatement[],
     options?: mongo.BSONSerializeOptions,
   ): Promise<UpdateAnswer> {
+    for (const { u } of statements) assertUpdateOperators(u);
     const answer: UpdateAnswer = { matched: 0, refused: new Map() };
-    let applied = false;
+    let answered = false;
     for (const [offset, pack] of packBySize(statements, options)) {
       try {
         await this.sendUpdateCommand(pack, offset, answer, options);
       } catch (error) {
-        throw applied ? new WriteOutcomeUnknownError(error) : error;
+        if (answered) throw new PartlyAppliedWriteError(error, 'A batched write failed after a first part was applied');
+        // A write concern error says "maybe applied" already, and keeps its code's kind.
+        if (pack.length > 1 && error instanceof mongo.MongoServerError && !mayHaveLanded(error)) {
+          throw new PartlyAppliedWriteError(error, 'A batched write failed as a whole, maybe after some statements');
+        }
+        throw error;
       }
-      applied = true;
+      answered = true;
     }
     return answer;
   }
 
   /**
    * The first batch of a `find` command with `singleBatch`: every row it asks for when they fit in one reply (16 MiB),
-   * a prefix of them otherwise (the server closes the cursor either way). Callers that cannot tell the two apart
-   * from the count use a cursor.
+   * a prefix of them otherwise. Callers that cannot tell the two apart from the count use a cursor.
    */
-  async findFirstBatch<T extends mongo.Document>(find: Omit<FindCommand, 'find'>): Promise<T[]> {
-    const reply = await this.db().command({ find: this.collectionName, ...find, singleBatch: true });
-    const rows = (reply.cursor as { firstBatch?: unknown } | undefined)?.firstBatch;
-    if (!Array.isArray(rows)) throw new mongo.MongoUnexpectedServerResponseError('A find reply without a first batch');
-    return rows as T[];
+  async findFirstBatch<T extends mongo.Document>(fields: FindFields): Promise<T[]> {
+    const command = { find: this.collectionName, ...fields, singleBatch: true };
+    let reply: mongo.Document;
+    try {
+      reply = await this.commandWithClientOptions(command);
+    } catch (error) {
+      if (!isRetryableReadError(error)) throw error;
+      reply = await this.commandWithClientOptions(command);
+    }
+    const cursor = reply.cursor as { id?: unknown; firstBatch?: unknown } | undefined;
+    if (!Array.isArray(cursor?.firstBatch)) {
+      throw new mongo.MongoUnexpectedServerResponseError('A find reply without a first batch');
+    }
+    // A server that ignored `singleBatch` left a cursor open: closed here (best effort), its rows left unread.
+    const open = openCursorId(cursor.id);
+    if (open)
+      await this.db()
+        .command({ killCursors: this.collectionName, cursors: [open] })
+        .catch(() => undefined);
+    return cursor.firstBatch as T[];
   }
 
   private async sendUpdateCommand(
@@ -98,10 +138,8 @@ export class PlainCommands {
     answer: UpdateAnswer,
     options: mongo.BSONSerializeOptions | undefined,
   ): Promise<void> {
-    const db = this.db();
-    // The driver's helpers apply the database's write concern (the client's, from its URI); a plain command is sent as is.
-    const writeConcern = commandWriteConcern(db.writeConcern);
-    const reply = await db.command(
+    const writeConcern = answeredWriteConcern(this.db().writeConcern);
+    const reply = await this.commandWithClientOptions(
       {
         update: this.collectionName,
         updates: statements,
@@ -123,12 +161,13 @@ export class PlainCommands {
     // Without a count nothing tells which rows were taken or finished: a reply not understood, which may have landed.
     if (typeof reply.n !== 'number') throw new mongo.MongoUnexpectedServerResponseError('An update reply without `n`');
     answer.matched += reply.n;
-    for (const refusal of (reply.writeErrors ?? []) as {
+    const refusals = (reply.writeErrors ?? []) as {
       index: number;
       code?: number;
       errmsg?: string;
       errInfo?: mongo.Document;
-    }[]) {
+    }[];
+    for (const refusal of refusals) {
       answer.refused.set(
         offset + refusal.index,
         new mongo.MongoServerError({
@@ -139,16 +178,32 @@ export class PlainCommands {
       );
     }
   }
+
+  /** `Db.command` with the client's BSON options, which it does not inherit (the driver's helpers do), then `options`. */
+  private commandWithClientOptions(
+    command: mongo.Document,
+    options?: mongo.BSONSerializeOptions,
+  ): Promise<mongo.Document> {
+    const db = this.db();
+    return db.command(command, options ? { ...db.bsonOptions, ...options } : db.bsonOptions);
+  }
 }
 
-/** A `find` command's fields as `findFirstBatch` takes them. */
-export interface FindCommand {
-  find: string;
-  filter: mongo.Filter<JobDocument>;
-  sort?: mongo.Document;
-  projection?: mongo.Document;
-  limit?: number;
-  batchSize?: number;
+/** A cursor id that is not 0, as a `Long` (a reply's may come as a number, a `Long` or a bigint, per BSON options). */
+function openCursorId(id: unknown): mongo.Long | undefined {
+  let long: mongo.Long | undefined;
+  if (typeof id === 'number') long = mongo.Long.fromNumber(id);
+  else if (typeof id === 'bigint') long = mongo.Long.fromBigInt(id);
+  else if (id instanceof mongo.Long) long = id;
+  return long && !long.isZero() ? long : undefined;
+}
+
+/** Refuses an update without operators before it is sent: as a statement it would replace the whole row. */
+function assertUpdateOperators(update: mongo.UpdateFilter<JobDocument>): void {
+  const first = Object.keys(update)[0];
+  if (first === undefined || !first.startsWith('$')) {
+    throw new mongo.MongoInvalidArgumentError('A batched update must use update operators ($set, $inc, …)');
+  }
 }
 
 /** The statements in order, cut into runs under `MAX_STATEMENT_BYTES`, each with the index of its first statement. */
@@ -160,7 +215,7 @@ function packBySize(
   let pack: UpdateStatement[] = [];
   let bytes = 0;
   statements.forEach((statement, index) => {
-    const size = mongo.BSON.calculateObjectSize(statement, options);
+    const size = statementBytes(statement, options);
     if (pack.length > 0 && bytes + size > MAX_STATEMENT_BYTES) {
       packs.push([index - pack.length, pack]);
       pack = [];
@@ -173,11 +228,14 @@ function packBySize(
   return packs;
 }
 
-/** A write concern as a command's `writeConcern` field; undefined for none (the server's default). */
-function commandWriteConcern(concern: mongo.WriteConcern | undefined): mongo.Document | undefined {
+/**
+ * A write concern as a command's `writeConcern` field: undefined for none (the server's default); `w: 0` is raised to
+ * `w: 1`, since what these commands took or finished is read from their answer.
+ */
+function answeredWriteConcern(concern: mongo.WriteConcern | undefined): mongo.Document | undefined {
   if (!concern) return undefined;
   const field: mongo.Document = {};
-  if (concern.w !== undefined) field.w = concern.w;
+  if (concern.w !== undefined) field.w = concern.w === 0 ? 1 : concern.w;
   if (concern.journal !== undefined) field.j = concern.journal;
   if (concern.wtimeoutMS !== undefined) field.wtimeout = concern.wtimeoutMS;
   return Object.keys(field).length > 0 ? field : undefined;

@@ -80,6 +80,35 @@ describe('batched outcome writes on a real wire server', () => {
     );
   });
 
+  it('splits one turn of completions over 16 MiB into commands that each fit, every job answered and stored', async () => {
+    const sevenMb = 7 * 1024 * 1024;
+    const ids = await insertRows(
+      jobs,
+      [0, 1, 2, 3].map((i) => ({ lockId: `w#${i}` })),
+    );
+    commands.length = 0;
+    const at = now();
+
+    // Three results of 7 MB and a small one: 21 MB in one turn, more than one command may carry.
+    const results = await settleAll(
+      ids.map((id, i) =>
+        app.stores.outcome.complete(id, `w#${i}`, at, { result: i < 3 ? 'abc'[i].repeat(sevenMb) : 'small' }),
+      ),
+    );
+
+    expect(results).toEqual(ids.map(() => ({ value: true })));
+    expect(commands).toEqual(['update', 'update']);
+    const rows = await jobs
+      .aggregate([{ $sort: { _id: 1 } }, { $project: { status: 1, size: { $strLenCP: '$result' } } }])
+      .toArray();
+    expect(rows.map((row) => [row.status, row.size])).toEqual([
+      ['completed', sevenMb],
+      ['completed', sevenMb],
+      ['completed', sevenMb],
+      ['completed', 5],
+    ]);
+  });
+
   it('answers false for rows another lock owns or a cancel ended, true for a row this lock finished already, with one read', async () => {
     const ids = await insertRows(jobs, [
       { lockId: 'w#0' },

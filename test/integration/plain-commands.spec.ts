@@ -143,6 +143,23 @@ describe('plain update and find commands', () => {
     }
   });
 
+  it("reads rows with the client's BSON options, as the driver's cursor does", async () => {
+    const id = new Types.ObjectId();
+    await db.collection('jobs').insertOne({ _id: id, count: mongo.Long.fromNumber(5), bytes: Buffer.from('hi') });
+    const typed = await mongo.MongoClient.connect(testMongoUri(), { promoteLongs: false, promoteBuffers: true });
+    try {
+      const viaCursor = await typed.db(dbName).collection('jobs').find({ _id: id }).toArray();
+      const [row] = await new PlainCommands(() => typed.db(dbName), 'jobs').findFirstBatch({ filter: { _id: id } });
+
+      expect(viaCursor[0].count).toBeInstanceOf(mongo.Long);
+      expect(row.count).toBeInstanceOf(mongo.Long);
+      expect(Buffer.isBuffer(viaCursor[0].bytes)).toBe(true);
+      expect(Buffer.isBuffer(row.bytes)).toBe(true);
+    } finally {
+      await typed.close();
+    }
+  });
+
   it('reads the first batch of a find in one command, sorted and projected', async () => {
     const rows = [3, 1, 2].map((rank) => ({ _id: new Types.ObjectId(), rank, big: 'x'.repeat(100) }));
     await db.collection('jobs').insertMany(rows);

@@ -1,6 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
 import { mongo, Types } from 'mongoose';
-import { classifyWriteError, mayHaveLanded, WriteOutcomeUnknownError } from '../../../lib/persistence/database-errors';
+import {
+  classifyWriteError,
+  mayHaveLanded,
+  PartlyAppliedWriteError,
+  type WriteErrorKind,
+} from '../../../lib/persistence/database-errors';
 import { PlainCommands, type UpdateStatement } from '../../../lib/persistence/plain-commands';
 
 /**
@@ -8,10 +13,14 @@ import { PlainCommands, type UpdateStatement } from '../../../lib/persistence/pl
  * two commands of one call needs a server that fails the second only): a database whose `command` answers from a
  * script. The happy paths and refusals run against the wire server (`test/integration/plain-commands.spec.ts`).
  */
-function scriptedDb(answers: (() => Promise<mongo.Document>)[]): { db: mongo.Db; sent: mongo.Document[] } {
+function scriptedDb(
+  answers: (() => Promise<mongo.Document>)[],
+  writeConcern?: mongo.WriteConcern,
+): { db: mongo.Db; sent: mongo.Document[] } {
   const sent: mongo.Document[] = [];
   const db = {
-    writeConcern: undefined,
+    writeConcern,
+    bsonOptions: {},
     command: (command: mongo.Document) => {
       sent.push(command);
       const next = answers.shift();
@@ -50,7 +59,7 @@ describe('PlainCommands.sendUpdates, answers no test server gives', () => {
     expect(classifyWriteError(error)).toBe('transient');
   });
 
-  it('rejects with the driver error itself when the first command fails (nothing of the call was applied)', async () => {
+  it('rejects with the driver error itself when a one-statement command fails (all or nothing)', async () => {
     const refused = new mongo.MongoServerError({ message: 'not primary', code: 10107 });
     const { db } = scriptedDb([() => Promise.reject(refused)]);
 
@@ -60,7 +69,36 @@ describe('PlainCommands.sendUpdates, answers no test server gives', () => {
     expect(mayHaveLanded(error)).toBe(false);
   });
 
-  it('rejects as maybe landed when a later command of the call fails after an earlier one was applied', async () => {
+  it.each<[string, number, WriteErrorKind]>([
+    ['11602 InterruptedDueToReplStateChange (a failover between two statements)', 11602, 'transient'],
+    ['11601 Interrupted (a killed operation), unfamiliar to the classification', 11601, 'unknown'],
+    ['2 BadValue, "about the document" for one row, here answering the whole command', 2, 'unknown'],
+  ])('rejects a server error answering several statements as maybe applied: %s', async (_, code, kind) => {
+    // mongod fails a multi-statement update as a whole on an interruption and keeps the statements before it.
+    const cause = new mongo.MongoServerError({ message: `code ${code}`, code });
+    const { db } = scriptedDb([() => Promise.reject(cause)]);
+
+    const error = await new PlainCommands(() => db, 'jobs')
+      .sendUpdates([statement(), statement(), statement()])
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(PartlyAppliedWriteError);
+    expect((error as PartlyAppliedWriteError).cause).toBe(cause);
+    expect(mayHaveLanded(error)).toBe(true);
+    expect(classifyWriteError(error)).toBe(kind);
+  });
+
+  it('keeps a network error of several statements as it is: maybe landed already, and transient', async () => {
+    const cut = new mongo.MongoNetworkError('connection reset');
+    const { db } = scriptedDb([() => Promise.reject(cut)]);
+
+    const error = await new PlainCommands(() => db, 'jobs').sendUpdates([statement(), statement()]).catch((e) => e);
+
+    expect(error).toBe(cut);
+    expect(mayHaveLanded(error)).toBe(true);
+  });
+
+  it('rejects as maybe applied when a later command of the call fails after an earlier one was applied', async () => {
     const refused = new mongo.MongoServerError({ message: 'not primary', code: 10107 });
     const { db, sent } = scriptedDb([async () => ({ ok: 1, n: 1 }), () => Promise.reject(refused)]);
     // Two statements of 9 MB: one command each.
@@ -71,10 +109,29 @@ describe('PlainCommands.sendUpdates, answers no test server gives', () => {
       .catch((e: unknown) => e);
 
     expect(sent).toHaveLength(2);
-    expect(error).toBeInstanceOf(WriteOutcomeUnknownError);
-    expect((error as WriteOutcomeUnknownError).cause).toBe(refused);
+    expect(error).toBeInstanceOf(PartlyAppliedWriteError);
+    expect((error as PartlyAppliedWriteError).cause).toBe(refused);
     expect(mayHaveLanded(error)).toBe(true);
     expect(classifyWriteError(error)).toBe('transient');
+  });
+
+  it('sends w: 1 where the client is unacknowledged (w: 0): what a batch took is read from its answer', async () => {
+    const { db, sent } = scriptedDb([async () => ({ ok: 1, n: 1 })], new mongo.WriteConcern(0));
+
+    await new PlainCommands(() => db, 'jobs').sendUpdates([statement()]);
+
+    expect(sent[0].writeConcern).toEqual({ w: 1 });
+  });
+
+  it('refuses an update without operators before sending anything (it would replace the row)', async () => {
+    const { db, sent } = scriptedDb([]);
+
+    const error = await new PlainCommands(() => db, 'jobs')
+      .sendUpdates([statement(), { q: { _id: new Types.ObjectId() }, u: { status: 'completed' } as never }])
+      .catch((e: unknown) => e);
+
+    expect(error).toBeInstanceOf(mongo.MongoInvalidArgumentError);
+    expect(sent).toEqual([]);
   });
 
   it('rejects a reply without `n` as maybe landed: no count of rows taken or finished is ever guessed', async () => {
@@ -84,5 +141,67 @@ describe('PlainCommands.sendUpdates, answers no test server gives', () => {
 
     expect(error).toBeInstanceOf(mongo.MongoUnexpectedServerResponseError);
     expect(mayHaveLanded(error)).toBe(true);
+  });
+});
+
+describe('PlainCommands.findFirstBatch, answers no test server gives', () => {
+  const rows = [{ _id: 1 }, { _id: 2 }];
+
+  it('reads once more after an error the driver retries reads after, and only once', async () => {
+    const cut = new mongo.MongoNetworkError('connection reset');
+    const { db, sent } = scriptedDb([
+      () => Promise.reject(cut),
+      async () => ({ ok: 1, cursor: { id: 0, firstBatch: rows } }),
+    ]);
+
+    expect(await new PlainCommands(() => db, 'jobs').findFirstBatch({ filter: {} })).toEqual(rows);
+    expect(sent.map((command) => command.find)).toEqual(['jobs', 'jobs']);
+
+    const twice = scriptedDb([() => Promise.reject(cut), () => Promise.reject(cut)]);
+    await expect(new PlainCommands(() => twice.db, 'jobs').findFirstBatch({ filter: {} })).rejects.toBe(cut);
+    expect(twice.sent).toHaveLength(2);
+  });
+
+  it('does not read again after an error a retry would not fix', async () => {
+    const refused = new mongo.MongoServerError({ message: 'unauthorized', code: 13 });
+    const { db, sent } = scriptedDb([() => Promise.reject(refused)]);
+
+    await expect(new PlainCommands(() => db, 'jobs').findFirstBatch({ filter: {} })).rejects.toBe(refused);
+    expect(sent).toHaveLength(1);
+  });
+
+  it.each([
+    ['a number', 42],
+    ['a Long', mongo.Long.fromNumber(42)],
+    ['a bigint', 42n],
+  ])('closes a cursor a server left open despite singleBatch (its id as %s)', async (_, id) => {
+    const { db, sent } = scriptedDb([
+      async () => ({ ok: 1, cursor: { id, firstBatch: rows } }),
+      async () => ({ ok: 1 }),
+    ]);
+
+    expect(await new PlainCommands(() => db, 'jobs').findFirstBatch({ filter: {} })).toEqual(rows);
+    expect(sent[1]).toEqual({ killCursors: 'jobs', cursors: [mongo.Long.fromNumber(42)] });
+  });
+
+  it('kills nothing when the cursor is closed (id 0 in any of its forms)', async () => {
+    const { db, sent } = scriptedDb([
+      async () => ({ ok: 1, cursor: { id: 0, firstBatch: rows } }),
+      async () => ({ ok: 1, cursor: { id: mongo.Long.ZERO, firstBatch: rows } }),
+      async () => ({ ok: 1, cursor: { id: 0n, firstBatch: rows } }),
+    ]);
+    const commands = new PlainCommands(() => db, 'jobs');
+
+    for (let i = 0; i < 3; i += 1) await commands.findFirstBatch({ filter: {} });
+
+    expect(sent.map((command) => Object.keys(command)[0])).toEqual(['find', 'find', 'find']);
+  });
+
+  it('rejects a reply without a first batch as not understood', async () => {
+    const { db } = scriptedDb([async () => ({ ok: 1 })]);
+
+    await expect(new PlainCommands(() => db, 'jobs').findFirstBatch({ filter: {} })).rejects.toBeInstanceOf(
+      mongo.MongoUnexpectedServerResponseError,
+    );
   });
 });
