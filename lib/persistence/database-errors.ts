@@ -94,6 +94,17 @@ export function isBulkWriteConcernError(error: unknown): boolean {
 }
 
 /**
+ * A statement of a batched `update` refused in the reply's `writeErrors`, as its caller should take it: a mongod
+ * refuses a statement for its row only, but a mongos also answers a shard's failure (a failover, a stale routing
+ * table) statement by statement, after that shard may have applied it. A refusal that is neither about the document
+ * (`isPermanentWriteError`) nor a unique index's (11000) is therefore a `PartlyAppliedWriteError`: maybe applied.
+ */
+export function statementRefusal(error: mongo.MongoServerError): mongo.MongoServerError | PartlyAppliedWriteError {
+  if (isPermanentWriteError(error) || error.code === 11000) return error;
+  return new PartlyAppliedWriteError(error, 'A batched statement was refused for a reason not about its row');
+}
+
+/**
  * How a failed write may go if sent again:
  * - `permanent`: it is known to fail the same way (see {@link isPermanentWriteError}); do not send it again;
  * - `transient`: known to say "not now" (network, no server to select, failover and shutdown codes, the driver's

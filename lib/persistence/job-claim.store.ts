@@ -18,6 +18,7 @@ import {
   withSlots,
 } from './claim-queries.js';
 import { type ClaimRefusal, refusalAsOutcome } from './claim-refusal.js';
+import { statementRefusal } from './database-errors.js';
 import { failedUpdate } from './finishing-updates.js';
 import { jobsCollection } from './jobs-collection.js';
 import { PlainCommands } from './plain-commands.js';
@@ -101,7 +102,8 @@ export class JobClaimStore {
    * until `lockedUntil`, as `take('pending')` takes one (one unordered `update` of single-row statements; rows taken
    * meanwhile by others are skipped). The server answers only how many it took; `findClaimedByAny` reads which.
    * Resolves how many matched and the statements refused for their row (by index); rejects as
-   * `PlainCommands.sendUpdates` does when the command failed (when it may have landed, the caller reads back by lock id).
+   * `PlainCommands.sendUpdates` does when the command failed, and as maybe applied when a statement was refused for a
+   * reason not about its row (the caller then reads back by lock id).
    */
   async takeEach(
     rows: readonly { id: Types.ObjectId; lockId: string }[],
@@ -110,12 +112,18 @@ export class JobClaimStore {
     scope: ClaimScope,
   ): Promise<{ matched: number; refused: Map<number, Error> }> {
     const query = CLAIM_SOURCES.pending;
-    return this.commands.sendUpdates(
+    const answer = await this.commands.sendUpdates(
       rows.map(({ id, lockId }) => ({
         q: { ...query.filter(now), ...scopeFilter(scope), _id: id },
         u: query.update(now, lockId, lockedUntil),
       })),
     );
+    // A refusal not about its row leaves the count in doubt (see `statementRefusal`): read back by lock id.
+    for (const refusal of answer.refused.values()) {
+      const taken = statementRefusal(refusal);
+      if (taken !== refusal) throw taken;
+    }
+    return answer;
   }
 
   /**

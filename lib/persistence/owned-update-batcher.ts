@@ -1,6 +1,6 @@
 import type { mongo, Types } from 'mongoose';
 import type { JobDocument } from '../model/job-document.js';
-import { WriteOutcomeUnknownError } from './database-errors.js';
+import { statementRefusal, WriteOutcomeUnknownError } from './database-errors.js';
 import { owned, updateOwned } from './owner-fence.js';
 import { MAX_STATEMENT_BYTES, type PlainCommands, statementBytes, type UpdateStatement } from './plain-commands.js';
 import { USER_VALUE_OPTIONS } from './row-fields.js';
@@ -104,7 +104,8 @@ export class OwnedUpdateBatcher {
       command.map((call) => call.statement ?? { q: owned(call.id, call.lockId), u: call.update }),
       USER_VALUE_OPTIONS,
     );
-    for (const [index, error] of refused) command[index].reject(error);
+    // A refusal not about its row may follow a write that landed (a mongos): rejected as maybe applied.
+    for (const [index, error] of refused) command[index].reject(statementRefusal(error));
     const undecided = command.filter((_, index) => !refused.has(index));
     if (matched === undecided.length) {
       for (const call of undecided) call.resolve(true);

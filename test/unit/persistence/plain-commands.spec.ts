@@ -6,6 +6,8 @@ import {
   PartlyAppliedWriteError,
   type WriteErrorKind,
 } from '../../../lib/persistence/database-errors';
+import { JobClaimStore } from '../../../lib/persistence/job-claim.store';
+import { OwnedUpdateBatcher } from '../../../lib/persistence/owned-update-batcher';
 import { PlainCommands, type UpdateStatement } from '../../../lib/persistence/plain-commands';
 
 /**
@@ -203,5 +205,82 @@ describe('PlainCommands.findFirstBatch, answers no test server gives', () => {
     await expect(new PlainCommands(() => db, 'jobs').findFirstBatch({ filter: {} })).rejects.toBeInstanceOf(
       mongo.MongoUnexpectedServerResponseError,
     );
+  });
+});
+
+describe('JobClaimStore.takeEach, refusals a mongos gives', () => {
+  /** The claim store on a scripted database: `model.db.db` is what `PlainCommands.of` reads. */
+  function storeAnswering(reply: mongo.Document): JobClaimStore {
+    const { db } = scriptedDb([async () => reply]);
+    return new JobClaimStore({ db: { db }, collection: { collectionName: 'jobs' } } as never);
+  }
+  const rows = [0, 1, 2].map((i) => ({ id: new Types.ObjectId(), lockId: `w#${i}` }));
+  const take = (store: JobClaimStore) =>
+    store.takeEach(rows, new Date(), new Date(Date.now() + 30_000), { names: ['n'], skipIds: [] });
+
+  it("rejects as maybe applied when a statement was refused for a reason not about its row (a shard's failover)", async () => {
+    const store = storeAnswering({
+      ok: 1,
+      n: 1,
+      writeErrors: [{ index: 1, code: 11602, errmsg: 'InterruptedDueToReplStateChange' }],
+    });
+
+    const error = await take(store).catch((e: unknown) => e);
+
+    // The caller (ClaimsInDoubt.sendBatch) reads such a batch back by its lock ids instead of trusting the count.
+    expect(error).toBeInstanceOf(PartlyAppliedWriteError);
+    expect(mayHaveLanded(error)).toBe(true);
+  });
+
+  it.each([
+    ['14 TypeMismatch', 14],
+    ['11000 duplicate key (an index someone else created)', 11000],
+  ])('answers a statement refused for its row (%s) as refused, the count as it is', async (_, code) => {
+    const store = storeAnswering({ ok: 1, n: 2, writeErrors: [{ index: 2, code, errmsg: 'refused' }] });
+
+    const answer = await take(store);
+
+    expect(answer.matched).toBe(2);
+    expect([...answer.refused.keys()]).toEqual([2]);
+  });
+});
+
+describe('OwnedUpdateBatcher, refusals a mongos gives', () => {
+  const refusal = (code: number) => new mongo.MongoServerError({ message: `code ${code}`, code });
+  /** A batcher whose one command answers: the first statement matched, the second refused with `error`. */
+  function batcherRefusingSecond(error: mongo.MongoServerError): OwnedUpdateBatcher {
+    return new OwnedUpdateBatcher({} as never, {
+      sendUpdates: async () => ({ matched: 1, refused: new Map([[1, error]]) }),
+    });
+  }
+  const update = { $set: { status: 'completed' as const } };
+
+  it('rejects a write refused for a reason not about its row as maybe applied (sent again, decided by finishedBy)', async () => {
+    const batcher = batcherRefusingSecond(refusal(11602));
+
+    const [first, second] = await Promise.allSettled([
+      batcher.update(new Types.ObjectId(), 'w#0', update),
+      batcher.update(new Types.ObjectId(), 'w#1', update),
+    ]);
+
+    expect(first).toEqual({ status: 'fulfilled', value: true });
+    expect(second.status).toBe('rejected');
+    const error = (second as PromiseRejectedResult).reason;
+    expect(error).toBeInstanceOf(PartlyAppliedWriteError);
+    expect(mayHaveLanded(error)).toBe(true);
+    expect(classifyWriteError(error)).toBe('transient');
+  });
+
+  it('rejects a write refused for its document with that refusal itself, final as before', async () => {
+    const typeMismatch = refusal(14);
+    const batcher = batcherRefusingSecond(typeMismatch);
+
+    const [, second] = await Promise.allSettled([
+      batcher.update(new Types.ObjectId(), 'w#0', update),
+      batcher.update(new Types.ObjectId(), 'w#1', update),
+    ]);
+
+    expect((second as PromiseRejectedResult).reason).toBe(typeMismatch);
+    expect(classifyWriteError(typeMismatch)).toBe('permanent');
   });
 });
