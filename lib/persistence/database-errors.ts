@@ -1,4 +1,5 @@
 import { mongo } from 'mongoose';
+import { isDuplicateKey } from './duplicate-key.js';
 import { tookRetryableWrites } from './retryable-write-servers.js';
 
 /**
@@ -20,7 +21,7 @@ export function isRetryableReadError(error: unknown): boolean {
 }
 
 /** Server error codes that say "not now" (failover, shutdown, network, time limits, write concern), not "never". */
-const TRANSIENT_CODES = new Set([6, 7, 50, 64, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+const TRANSIENT_CODES = new Set([...RETRYABLE_READ_CODES, 50, 64]);
 
 /**
  * Error codes a server answers for one document's contents (an `$inc` on a string, a `$push` to a non-array, a
@@ -100,7 +101,7 @@ export function isBulkWriteConcernError(error: unknown): boolean {
  * (`isPermanentWriteError`) nor a unique index's (11000) is therefore a `PartlyAppliedWriteError`: maybe applied.
  */
 export function statementRefusal(error: mongo.MongoServerError): mongo.MongoServerError | PartlyAppliedWriteError {
-  if (isPermanentWriteError(error) || error.code === 11000) return error;
+  if (isPermanentWriteError(error) || isDuplicateKey(error)) return error;
   return new PartlyAppliedWriteError(error, 'A batched statement was refused for a reason not about its row');
 }
 
@@ -191,10 +192,6 @@ export class WriteOutcomeUnknownError extends Error {
  * the whole command, not one row): `transient` when the cause is, else `unknown` (retried for a bounded time).
  */
 export class PartlyAppliedWriteError extends WriteOutcomeUnknownError {
-  constructor(cause: unknown, what: string) {
-    super(cause, what);
-  }
-
   override get name(): string {
     return 'PartlyAppliedWriteError';
   }

@@ -23,7 +23,8 @@ interface QueuedUpdate {
  * trip: many handlers settling together (a backlog of short jobs) cost one command, not one each. Each update is
  * answered as a lone `updateOne` would answer it: whether it matched the row this lock owns, or the error.
  *
- * One update → one `updateOne`. Several → one unordered `update` command (`PlainCommands`); an update the server refused for its document
+ * One update → one `updateOne`. Several → one unordered `update` command (`PlainCommands.sendUpdate`, kept under one
+ * command's size here); an update the server refused for its document
  * rejects with that refusal, as a lone write would; when fewer rows matched than were sent, one read of the rows
  * tells which updates landed: every update that ends a run records its lock id in `finishedBy`, so a row finished by
  * this lock matched. An update for a job already queued goes in the next flush (that read could not tell the two
@@ -38,7 +39,7 @@ export class OwnedUpdateBatcher {
 
   constructor(
     private readonly collection: mongo.Collection<JobDocument>,
-    private readonly commands: Pick<PlainCommands, 'sendUpdates'>,
+    private readonly commands: Pick<PlainCommands, 'sendUpdate'>,
   ) {}
 
   /** The update, fenced to the row `lockId` owns, in the next flush: whether it matched. */
@@ -100,7 +101,7 @@ export class OwnedUpdateBatcher {
   }
 
   private async sendBulk(command: QueuedUpdate[]): Promise<void> {
-    const { matched, refused } = await this.commands.sendUpdates(
+    const { matched, refused } = await this.commands.sendUpdate(
       command.map((call) => call.statement ?? { q: owned(call.id, call.lockId), u: call.update }),
       USER_VALUE_OPTIONS,
     );

@@ -79,9 +79,8 @@ export class PlainCommands {
 
   /**
    * Sends single-row updates as one unordered `update` command, or several when their size asks for it (one after
-   * the other; a failure stops there). Rejects with the command's error when nothing of it can have been applied
-   * (a network error, which `mayHaveLanded` reads as maybe applied, included), and with a `PartlyAppliedWriteError`
-   * when some of it may have been: a server error answering several statements, or an earlier command of this call.
+   * the other; a failure stops there). Rejects as `sendUpdate` does, and with a `PartlyAppliedWriteError` when an
+   * earlier command of this call had been answered.
    */
   async sendUpdates(
     statements: readonly UpdateStatement[],
@@ -92,18 +91,43 @@ export class PlainCommands {
     let answered = false;
     for (const [offset, pack] of packBySize(statements, options)) {
       try {
-        await this.sendUpdateCommand(pack, offset, answer, options);
+        const { matched, refused } = await this.sendOne(pack, options);
+        answer.matched += matched;
+        for (const [index, refusal] of refused) answer.refused.set(offset + index, refusal);
       } catch (error) {
         if (answered) throw new PartlyAppliedWriteError(error, 'A batched write failed after a first part was applied');
-        // A write concern error says "maybe applied" already, and keeps its code's kind.
-        if (pack.length > 1 && error instanceof mongo.MongoServerError && !mayHaveLanded(error)) {
-          throw new PartlyAppliedWriteError(error, 'A batched write failed as a whole, maybe after some statements');
-        }
         throw error;
       }
       answered = true;
     }
     return answer;
+  }
+
+  /**
+   * Sends single-row updates as exactly one unordered `update` command: the caller keeps them under
+   * `MAX_STATEMENT_BYTES` (`statementBytes`). Rejects with the command's error when nothing of it can have been
+   * applied (a network error, which `mayHaveLanded` reads as maybe applied, included), and with a
+   * `PartlyAppliedWriteError` when a server error answered several statements (some may have been applied).
+   */
+  sendUpdate(statements: readonly UpdateStatement[], options?: mongo.BSONSerializeOptions): Promise<UpdateAnswer> {
+    for (const { u } of statements) assertUpdateOperators(u);
+    return this.sendOne(statements, options);
+  }
+
+  /** One command of statements already checked (`sendUpdate`'s rejections). */
+  private async sendOne(
+    statements: readonly UpdateStatement[],
+    options: mongo.BSONSerializeOptions | undefined,
+  ): Promise<UpdateAnswer> {
+    try {
+      return await this.sendUpdateCommand(statements, options);
+    } catch (error) {
+      // A write concern error says "maybe applied" already, and keeps its code's kind.
+      if (statements.length > 1 && error instanceof mongo.MongoServerError && !mayHaveLanded(error)) {
+        throw new PartlyAppliedWriteError(error, 'A batched write failed as a whole, maybe after some statements');
+      }
+      throw error;
+    }
   }
 
   /**
@@ -134,10 +158,8 @@ export class PlainCommands {
 
   private async sendUpdateCommand(
     statements: readonly UpdateStatement[],
-    offset: number,
-    answer: UpdateAnswer,
     options: mongo.BSONSerializeOptions | undefined,
-  ): Promise<void> {
+  ): Promise<UpdateAnswer> {
     const writeConcern = answeredWriteConcern(this.db().writeConcern);
     const reply = await this.commandWithClientOptions(
       {
@@ -160,7 +182,7 @@ export class PlainCommands {
     }
     // Without a count nothing tells which rows were taken or finished: a reply not understood, which may have landed.
     if (typeof reply.n !== 'number') throw new mongo.MongoUnexpectedServerResponseError('An update reply without `n`');
-    answer.matched += reply.n;
+    const refused = new Map<number, mongo.MongoServerError>();
     const refusals = (reply.writeErrors ?? []) as {
       index: number;
       code?: number;
@@ -168,8 +190,8 @@ export class PlainCommands {
       errInfo?: mongo.Document;
     }[];
     for (const refusal of refusals) {
-      answer.refused.set(
-        offset + refusal.index,
+      refused.set(
+        refusal.index,
         new mongo.MongoServerError({
           message: refusal.errmsg ?? 'write refused',
           code: refusal.code,
@@ -177,6 +199,7 @@ export class PlainCommands {
         }),
       );
     }
+    return { matched: reply.n, refused };
   }
 
   /** `Db.command` with the client's BSON options, which it does not inherit (the driver's helpers do), then `options`. */

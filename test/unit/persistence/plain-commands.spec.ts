@@ -250,7 +250,7 @@ describe('OwnedUpdateBatcher, refusals a mongos gives', () => {
   /** A batcher whose one command answers: the first statement matched, the second refused with `error`. */
   function batcherRefusingSecond(error: mongo.MongoServerError): OwnedUpdateBatcher {
     return new OwnedUpdateBatcher({} as never, {
-      sendUpdates: async () => ({ matched: 1, refused: new Map([[1, error]]) }),
+      sendUpdate: async () => ({ matched: 1, refused: new Map([[1, error]]) }),
     });
   }
   const update = { $set: { status: 'completed' as const } };
